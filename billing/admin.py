@@ -1,0 +1,70 @@
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from .models import Account, AccountEvent, FreeGrant, Price, UsageRecord
+
+
+class FreeGrantInline(admin.TabularInline):
+    model = FreeGrant
+    extra = 0
+
+
+class AccountEventInline(admin.TabularInline):
+    model = AccountEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ["created_at", "actor", "kind", "message"]
+
+
+@admin.register(Account)
+class AccountAdmin(admin.ModelAdmin):
+    list_display = ["user", "billing_enabled", "billing_enabled_at", "billing_enabled_by"]
+    list_filter = ["billing_enabled"]
+    search_fields = ["user__username", "user__email"]
+    readonly_fields = ["billing_enabled", "billing_enabled_at", "billing_enabled_by"]
+    inlines = [FreeGrantInline, AccountEventInline]
+    actions = ["enable_billing"]
+
+    @admin.action(description=_("Enable billing for the selected accounts"))
+    def enable_billing(self, request: HttpRequest, queryset: QuerySet[Account]) -> None:
+        from .services import account_enable_billing
+
+        for account in queryset:
+            account_enable_billing(account=account, actor=request.user)
+        self.message_user(request, _("Billing enabled."))
+
+
+@admin.register(Price)
+class PriceAdmin(admin.ModelAdmin):
+    list_display = ["gpu_model", "unit", "amount", "currency", "valid_from"]
+    list_filter = ["unit", "gpu_model", "currency"]
+    search_fields = ["gpu_model__name"]
+    date_hierarchy = "valid_from"
+
+
+@admin.register(UsageRecord)
+class UsageRecordAdmin(admin.ModelAdmin):
+    list_display = [
+        "account",
+        "job",
+        "phase",
+        "gpu_model",
+        "period_start",
+        "units",
+        "free_units",
+        "billable_units",
+        "amount",
+        "billed",
+    ]
+    list_filter = ["billed", "gpu_model", "phase"]
+    search_fields = ["account__user__username"]
+    date_hierarchy = "period_start"
+    list_select_related = ["account__user", "job", "gpu_model"]
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False

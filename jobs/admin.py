@@ -1,0 +1,126 @@
+from django.contrib import admin
+
+from .models import (
+    ApiToken,
+    CodeVersion,
+    Dataset,
+    EstimatePoint,
+    Image,
+    Job,
+    JobEvent,
+    PretrainedModel,
+    Project,
+    Replica,
+    ReplicaAttempt,
+    WorkloadTemplate,
+)
+
+
+class DatasetInline(admin.TabularInline):
+    model = Dataset
+    extra = 0
+
+
+class PretrainedModelInline(admin.TabularInline):
+    model = PretrainedModel
+    extra = 0
+
+
+class CodeVersionInline(admin.TabularInline):
+    model = CodeVersion
+    extra = 0
+
+
+class ImageInline(admin.TabularInline):
+    model = Image
+    extra = 0
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "owner", "created_at"]
+    search_fields = ["name", "owner__username"]
+    filter_horizontal = ["members"]
+    inlines = [DatasetInline, PretrainedModelInline, CodeVersionInline, ImageInline]
+
+
+class JobEventInline(admin.TabularInline):
+    model = JobEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ["created_at", "from_state", "to_state", "reason", "data"]
+
+
+class ReplicaInline(admin.TabularInline):
+    model = Replica
+    extra = 0
+    can_delete = False
+    readonly_fields = ["index", "node", "card_indices"]
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "name",
+        "owner",
+        "project",
+        "state",
+        "resource_kind",
+        "gpu_model",
+        "gpu_count",
+        "replicas",
+        "priority",
+        "submitted_at",
+    ]
+    list_filter = ["state", "resource_kind", "task_mode", "gpu_model", "priority"]
+    search_fields = ["name", "owner__username", "project__name"]
+    date_hierarchy = "submitted_at"
+    list_select_related = ["owner", "project", "gpu_model"]
+    readonly_fields = [
+        "state",
+        "state_reason",
+        "queue_position",
+        "estimated_start",
+        "attempt",
+        "started_at",
+        "finished_at",
+    ]
+    inlines = [ReplicaInline, JobEventInline]
+
+
+@admin.register(ReplicaAttempt)
+class ReplicaAttemptAdmin(admin.ModelAdmin):
+    list_display = [
+        "replica",
+        "number",
+        "node",
+        "state",
+        "exit_code",
+        "platform_fault",
+        "started_at",
+        "ended_at",
+    ]
+    list_filter = ["state", "platform_fault", "node"]
+    list_select_related = ["replica", "node"]
+
+
+class EstimatePointInline(admin.TabularInline):
+    model = EstimatePoint
+    extra = 0
+
+
+@admin.register(WorkloadTemplate)
+class WorkloadTemplateAdmin(admin.ModelAdmin):
+    list_display = ["name", "task_type", "network", "default_max_runtime_minutes", "enabled"]
+    list_filter = ["task_type", "enabled"]
+    search_fields = ["name", "network"]
+    filter_horizontal = ["forbidden_gpu_models"]
+    inlines = [EstimatePointInline]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["user", "name", "prefix", "created_at", "last_used_at"]
+    search_fields = ["user__username", "name"]
+    readonly_fields = ["token_hash", "prefix"]

@@ -1,0 +1,17 @@
+"""Reads of jobs and projects, scoped to what a user may see."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from .models import Job, Project
+
+
+def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
+    """Projects the user owns or is a member of."""
+    return Project.objects.filter(Q(owner=user) | Q(members=user)).distinct()
+
+
+def jobs_for_user(*, user: AbstractBaseUser) -> QuerySet[Job]:
+    """Jobs the user owns, and jobs of the projects they belong to."""
+    visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
+    return Job.objects.filter(Q(owner=user) | Q(project__in=visible_projects))

@@ -1,0 +1,145 @@
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from .models import (
+    FreeResourceSnapshot,
+    GpuCard,
+    GpuModel,
+    Node,
+    Quota,
+    SiteSettings,
+    SlurmGpuType,
+    Spec,
+)
+
+
+@admin.register(SiteSettings)
+class SiteSettingsAdmin(admin.ModelAdmin):
+    list_display = [
+        "__str__",
+        "spec_management_enabled",
+        "max_nodes_per_job",
+        "free_grant_card_hours",
+    ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not SiteSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(GpuModel)
+class GpuModelAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "card_memory_gib",
+        "cpu_cores_per_card",
+        "memory_gib_per_card",
+        "relative_speed",
+        "supports_vgpu",
+        "free_tier",
+    ]
+    list_filter = ["supports_vgpu", "free_tier"]
+    search_fields = ["name"]
+    filter_horizontal = ["members"]
+
+
+class GpuCardInline(admin.TabularInline):
+    model = GpuCard
+    extra = 0
+    readonly_fields = ["compute_allocated_percent", "memory_allocated_mib"]
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "executor",
+        "gpu_model",
+        "gpu_count",
+        "gpu_allocated",
+        "cpu_milli",
+        "memory_mib",
+        "state",
+        "from_slurm",
+        "sandboxed",
+        "last_heartbeat",
+    ]
+    list_filter = ["state", "executor", "gpu_model", "from_slurm"]
+    search_fields = ["name", "address"]
+    readonly_fields = [
+        "gpu_allocated",
+        "cpu_allocated_milli",
+        "memory_allocated_mib",
+        "storage_allocated_gib",
+        "last_heartbeat",
+        "from_slurm",
+        "sandboxed",
+    ]
+    inlines = [GpuCardInline]
+    actions = ["drain", "mark_ready"]
+
+    @admin.action(description=_("Drain the selected nodes (no new work)"))
+    def drain(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
+        from .services import node_set_state
+
+        for node in queryset:
+            node_set_state(node=node, state=Node.State.DRAINING, reason=_("Drained by an admin"))
+        count = queryset.count()
+        self.message_user(request, ngettext("%d node drained.", "%d nodes drained.", count) % count)
+
+    @admin.action(description=_("Mark the selected nodes ready"))
+    def mark_ready(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
+        from .services import node_set_state
+
+        for node in queryset:
+            node_set_state(node=node, state=Node.State.READY, reason="")
+        self.message_user(request, _("Nodes marked ready."), messages.SUCCESS)
+
+    def save_model(self, request: HttpRequest, obj: Node, form, change: bool) -> None:
+        from .services import node_sync_cards
+
+        super().save_model(request, obj, form, change)
+        node_sync_cards(node=obj)
+
+
+@admin.register(Spec)
+class SpecAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "kind",
+        "gpu_model",
+        "gpu_count",
+        "vgpu_compute_percent",
+        "cpu_milli",
+        "memory_mib",
+        "enabled",
+        "order",
+    ]
+    list_filter = ["kind", "enabled", "gpu_model"]
+    list_editable = ["enabled", "order"]
+    search_fields = ["name"]
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ["user", "resource", "gpu_model", "limit"]
+    list_filter = ["resource", "gpu_model"]
+    search_fields = ["user__username"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(SlurmGpuType)
+class SlurmGpuTypeAdmin(admin.ModelAdmin):
+    list_display = ["slurm_type", "gpu_model"]
+    search_fields = ["slurm_type", "gpu_model__name"]
+
+
+@admin.register(FreeResourceSnapshot)
+class FreeResourceSnapshotAdmin(admin.ModelAdmin):
+    list_display = ["as_of"]
+    date_hierarchy = "as_of"

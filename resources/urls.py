@@ -1,0 +1,8 @@
+from django.urls import path
+
+from . import views
+
+app_name = "resources"
+urlpatterns = [
+    path("", views.resource_overview, name="overview"),
+]
