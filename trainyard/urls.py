@@ -4,6 +4,8 @@ from django.http import HttpResponse
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from trainyard.api import api
+
 
 def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
@@ -18,5 +20,6 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("resources/", include("resources.urls")),
     path("billing/", include("billing.urls")),
+    path("api/v1/", api.urls),
     path("healthz", healthz),
 ]

@@ -1,0 +1,11 @@
+"""Celery tasks of the jobs app: each takes ids, re-reads rows and calls a service."""
+
+from celery import shared_task
+
+
+@shared_task(name="jobs.tasks.schedule_pass", ignore_result=True)
+def schedule_pass() -> None:
+    """One scheduling pass (the scheduler issue fills in the pass itself)."""
+    from jobs.scheduler import run_pass
+
+    run_pass()

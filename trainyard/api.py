@@ -1,0 +1,81 @@
+"""The JSON API under /api/v1/: personal bearer tokens or the browser session.
+
+Each app contributes a router (``<app>/api.py``). Field errors from services
+(Django ``ValidationError``) become ``422 {"errors": {"<field>": ["message"]}}``.
+"""
+
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError
+from ninja.errors import ValidationError as NinjaValidationError
+from ninja.security import HttpBearer, django_auth
+
+from jobs.models import ApiToken
+from jobs.models.templates import hash_token
+
+NON_FIELD = "__all__"
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str):
+        row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
+        if row is None or not row.user.is_active:
+            return None
+        ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+        request.user = row.user
+        return row.user
+
+
+api = NinjaAPI(
+    title="Trainyard API",
+    version="1",
+    urls_namespace="api",
+    auth=[BearerToken(), django_auth],
+    openapi_url="/openapi.json",
+    docs_url="/docs",
+)
+
+
+def errors_of(exc: ValidationError) -> dict[str, list[str]]:
+    if hasattr(exc, "error_dict"):
+        return {
+            field: [str(m) for e in errs for m in e.messages]
+            for field, errs in exc.error_dict.items()
+        }
+    return {NON_FIELD: [str(m) for m in exc.messages]}
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    return api.create_response(request, {"errors": errors_of(exc)}, status=422)
+
+
+@api.exception_handler(NinjaValidationError)
+def on_schema_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors:
+        loc = [
+            str(part) for part in error.get("loc", []) if part not in ("body", "payload", "query")
+        ]
+        errors.setdefault(".".join(loc) or NON_FIELD, []).append(error.get("msg", "invalid"))
+    return api.create_response(request, {"errors": errors}, status=422)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return api.create_response(request, {"detail": "Authentication required"}, status=401)
+
+
+def register_routers() -> None:
+    from billing.api import router as billing_router
+    from jobs.api import router as jobs_router
+    from resources.api import router as resources_router
+
+    api.add_router("/", resources_router)
+    api.add_router("/", jobs_router)
+    api.add_router("/billing", billing_router)
+
+
+register_routers()
