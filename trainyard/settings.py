@@ -110,6 +110,8 @@ else:
             "NAME": VAR_DIR / "trainyard.sqlite3",
             # The embedded run has a web server, a worker and beat on one file.
             "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
+            # A file, not memory, so a real worker process can share the test database.
+            "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -1,0 +1,1 @@
+"""Execution: turning a placed job into running replica attempts on its nodes."""

@@ -1,0 +1,23 @@
+"""The interface every executor implements."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Executor(Protocol):
+    """Starts and stops replica attempts on nodes; never waits on a training run.
+
+    Both calls are idempotent: starting an attempt that already runs, or stopping
+    one that already ended, does nothing. State changes come back through the
+    execution services (``jobs.execution``), never by the executor writing job
+    states itself.
+    """
+
+    name: str
+
+    def start_attempts(self, attempt_ids: list[int]) -> None:
+        """Start these attempts (all replicas of one job attempt, for a gang)."""
+
+    def stop_attempts(self, attempt_ids: list[int], *, reason: str) -> None:
+        """TERM, a grace period, then KILL; the attempts end as stopped."""
