@@ -1,0 +1,31 @@
+"""The local executor: messages to the node agent's queue (``node.<name>``)."""
+
+from __future__ import annotations
+
+from celery import current_app
+
+from jobs.models import ReplicaAttempt
+
+
+class LocalExecutor:
+    name = "local"
+
+    def start_attempts(self, attempt_ids: list[int]) -> None:
+        for attempt_id, node_name in _nodes_of(attempt_ids):
+            current_app.send_task(
+                "jobs.agent.start_attempt", args=[attempt_id], queue=f"node.{node_name}"
+            )
+
+    def stop_attempts(self, attempt_ids: list[int], *, reason: str) -> None:
+        for attempt_id, node_name in _nodes_of(attempt_ids):
+            current_app.send_task(
+                "jobs.agent.stop_attempt", args=[attempt_id, reason], queue=f"node.{node_name}"
+            )
+
+
+def _nodes_of(attempt_ids: list[int]) -> list[tuple[int, str]]:
+    return list(
+        ReplicaAttempt.objects.filter(pk__in=attempt_ids)
+        .order_by("pk")
+        .values_list("pk", "node__name")
+    )
