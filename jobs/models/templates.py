@@ -42,7 +42,15 @@ class WorkloadTemplate(models.Model):
 
 
 class EstimatePoint(models.Model):
-    """A measured training time: template, data size, GPU model, node count → seconds."""
+    """A training time: template, data size, GPU model, node count → seconds.
+
+    A measured point is an anchor: with no history the estimate there is exactly
+    its time. A rough point (a range "from experience") only shapes the curve.
+    """
+
+    class Kind(models.TextChoices):
+        MEASURED = "measured", _("Measured run")
+        ROUGH = "rough", _("Rough range from experience")
 
     template = models.ForeignKey(
         WorkloadTemplate, on_delete=models.CASCADE, related_name="estimate_points"
@@ -52,6 +60,7 @@ class EstimatePoint(models.Model):
     nodes = models.PositiveSmallIntegerField(_("nodes"))
     seconds = models.FloatField(_("training time (s)"))
     source = models.CharField(_("source"), max_length=255)
+    kind = models.CharField(_("kind"), max_length=16, choices=Kind.choices, default=Kind.MEASURED)
 
     class Meta:
         verbose_name = _("measured training time")
@@ -59,6 +68,10 @@ class EstimatePoint(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(seconds__gt=0), name="estimate_seconds_gt_0"),
             models.CheckConstraint(condition=Q(nodes__gte=1), name="estimate_nodes_gte_1"),
+            models.UniqueConstraint(
+                fields=["template", "dataset_samples", "gpu_model", "nodes"],
+                name="estimate_point_unique",
+            ),
         ]
 
 
