@@ -9,6 +9,7 @@ from .models import Account, AccountEvent, FreeGrant, Price, UsageRecord
 class FreeGrantInline(admin.TabularInline):
     model = FreeGrant
     extra = 0
+    readonly_fields = ["used_card_seconds"]
 
 
 class AccountEventInline(admin.TabularInline):
@@ -52,11 +53,15 @@ class UsageRecordAdmin(admin.ModelAdmin):
         "phase",
         "gpu_model",
         "period_start",
-        "units",
-        "free_units",
-        "billable_units",
+        "period_end",
+        "quantity",
+        "unit_seconds",
+        "free_unit_seconds",
+        "billable_unit_seconds",
+        "unit_price",
         "amount",
         "billed",
+        "unbilled_reason",
     ]
     list_filter = ["billed", "gpu_model", "phase"]
     search_fields = ["account__user__username"]

@@ -1,8 +1,15 @@
 """Accounts, prices, free grants and the append-only usage ledger.
 
-Money is ``Decimal``. Each ledger row is rounded once, to the currency's cent
-(``ROUND_HALF_UP``); totals are sums of rounded rows, so a statement always adds up.
+Usage is kept exactly, in unit-seconds (card-seconds of a GPU model, or
+core-seconds): whole seconds times a quantity with at most three decimals, so
+sums never drift; pages and the API show hours. Money is ``Decimal``: each
+ledger row's amount is rounded once, ``ROUND_HALF_UP`` to 0.000001 of the
+currency (a per-minute row of a 0.20/core-hour price is worth 0.003333, which
+cent rounding would turn into nothing); totals are exact sums of the rows and
+pages show them to the cent. See ``docs/billing.md``.
 """
+
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -10,6 +17,9 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from resources.models import GpuModel
+
+SECONDS_PER_HOUR = 3600
+HOURS_QUANTUM = Decimal("0.000001")
 
 
 class Account(models.Model):
@@ -57,6 +67,10 @@ class FreeGrant(models.Model):
     account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="grants")
     gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT)
     card_hours = models.DecimalField(max_digits=12, decimal_places=6)
+    # Consumed by the accrual (the row is its lock); the ledger's free units add up to it.
+    used_card_seconds = models.DecimalField(
+        _("used (card-seconds)"), max_digits=18, decimal_places=3, default=0
+    )
     granted_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -65,10 +79,37 @@ class FreeGrant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["account", "gpu_model"], name="free_grant_once"),
             models.CheckConstraint(condition=Q(card_hours__gte=0), name="free_grant_gte_0"),
+            models.CheckConstraint(
+                condition=Q(used_card_seconds__gte=0)
+                & Q(used_card_seconds__lte=F("card_hours") * SECONDS_PER_HOUR),
+                name="free_grant_used_within_grant",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.account}: {self.card_hours} {self.gpu_model} card-hours"
+
+    @property
+    def card_seconds(self) -> Decimal:
+        return self.card_hours * SECONDS_PER_HOUR
+
+    @property
+    def remaining_card_seconds(self) -> Decimal:
+        return max(self.card_seconds - self.used_card_seconds, Decimal(0))
+
+    @property
+    def used_card_hours(self) -> Decimal:
+        return hours(self.used_card_seconds)
+
+    @property
+    def remaining_card_hours(self) -> Decimal:
+        return hours(self.remaining_card_seconds)
+
+    @property
+    def used_percent(self) -> Decimal:
+        if not self.card_hours:
+            return Decimal(100)
+        return min(self.used_card_seconds * 100 / self.card_seconds, Decimal(100))
 
 
 class Price(models.Model):
@@ -115,23 +156,34 @@ class Price(models.Model):
 
 
 class UsageRecord(models.Model):
-    """One accrual period of one replica attempt; rows are only ever added."""
+    """One accrual period of one replica attempt; rows are only ever added.
+
+    ``unit_seconds`` = ``quantity`` × the period's seconds; of it, ``free_unit_seconds``
+    came from a free grant and ``billable_unit_seconds`` is charged at ``unit_price``
+    (per unit-hour). What is neither was not charged; ``unbilled_reason`` says why.
+    """
+
+    class Phase(models.TextChoices):
+        AUGMENTATION = "augmentation", _("Augmentation search")
+        TRAINING = "training", _("Training")
 
     account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="usage")
     job = models.ForeignKey("jobs.Job", on_delete=models.PROTECT, related_name="usage")
     attempt = models.ForeignKey(
         "jobs.ReplicaAttempt", on_delete=models.PROTECT, related_name="usage"
     )
-    phase = models.CharField(max_length=16, default="training")
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.TRAINING)
     gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, null=True, blank=True)
     unit = models.CharField(max_length=16, choices=Price.Unit.choices)
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
-    units = models.DecimalField(max_digits=14, decimal_places=6)
-    free_units = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    billable_units = models.DecimalField(max_digits=14, decimal_places=6)
+    # Cards (a virtual GPU counts its compute share: 2 × 50 % = 1.000) or CPU cores.
+    quantity = models.DecimalField(max_digits=10, decimal_places=3)
+    unit_seconds = models.DecimalField(max_digits=18, decimal_places=3)
+    free_unit_seconds = models.DecimalField(max_digits=18, decimal_places=3, default=0)
+    billable_unit_seconds = models.DecimalField(max_digits=18, decimal_places=3)
     unit_price = models.DecimalField(max_digits=12, decimal_places=4)
-    amount = models.DecimalField(max_digits=14, decimal_places=2)
+    amount = models.DecimalField(max_digits=18, decimal_places=6)
     currency = models.CharField(max_length=3, default="CNY")
     billed = models.BooleanField(default=True)
     unbilled_reason = models.CharField(max_length=255, blank=True)
@@ -152,14 +204,54 @@ class UsageRecord(models.Model):
             models.CheckConstraint(
                 condition=Q(period_end__gt=F("period_start")), name="usage_period_positive"
             ),
+            models.CheckConstraint(condition=Q(quantity__gt=0), name="usage_quantity_gt_0"),
             models.CheckConstraint(
-                condition=Q(units__gte=0, free_units__gte=0, billable_units__gte=0),
+                condition=Q(unit_seconds__gte=0, free_unit_seconds__gte=0)
+                & Q(billable_unit_seconds__gte=0, amount__gte=0),
                 name="usage_units_gte_0",
             ),
             models.CheckConstraint(
-                condition=Q(free_units__lte=F("units")), name="usage_free_lte_units"
+                condition=Q(unit_seconds__gte=F("free_unit_seconds") + F("billable_unit_seconds")),
+                name="usage_free_and_billable_within_units",
             ),
             models.CheckConstraint(
                 condition=Q(billed=True) | ~Q(unbilled_reason=""), name="usage_unbilled_has_reason"
             ),
+            models.CheckConstraint(
+                condition=Q(billed=True) | Q(billable_unit_seconds=0, amount=0),
+                name="usage_unbilled_charges_nothing",
+            ),
+            models.CheckConstraint(
+                condition=Q(gpu_model__isnull=False, unit="card_hour")
+                | Q(gpu_model__isnull=True, unit="core_hour"),
+                name="usage_unit_matches_model",
+            ),
         ]
+
+    @property
+    def units(self) -> Decimal:
+        """Card-hours or core-hours."""
+        return hours(self.unit_seconds)
+
+
+class AttemptAccrual(models.Model):
+    """How far an attempt has been accrued; ``closed`` once its end is in the ledger.
+
+    The accrual continues each attempt from ``billed_until`` under the account's
+    row lock, so periods are contiguous and never overlap, whenever it runs.
+    """
+
+    attempt = models.OneToOneField(
+        "jobs.ReplicaAttempt", on_delete=models.PROTECT, primary_key=True, related_name="accrual"
+    )
+    billed_until = models.DateTimeField()
+    closed = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = _("attempt accrual")
+        verbose_name_plural = _("attempt accruals")
+
+
+def hours(unit_seconds: Decimal) -> Decimal:
+    """Unit-seconds as hours, to the millionth (for showing; sums stay in seconds)."""
+    return (Decimal(unit_seconds) / SECONDS_PER_HOUR).quantize(HOURS_QUANTUM)

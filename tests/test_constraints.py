@@ -201,9 +201,10 @@ def _usage(**overrides) -> UsageRecord:
         "unit": "card_hour",
         "period_start": start,
         "period_end": start + timedelta(minutes=1),
-        "units": 1,
-        "free_units": 0,
-        "billable_units": 1,
+        "quantity": 1,
+        "unit_seconds": 60,
+        "free_unit_seconds": 0,
+        "billable_unit_seconds": 60,
         "unit_price": 12,
         "amount": 12,
     }
@@ -216,11 +217,11 @@ def test_usage_period_is_positive():
 
 
 def test_usage_free_units_within_units():
-    refused(lambda: _usage(free_units=2))
+    refused(lambda: _usage(free_unit_seconds=30, billable_unit_seconds=31))
 
 
 def test_unbilled_usage_has_a_reason():
-    refused(lambda: _usage(billed=False))
+    refused(lambda: _usage(billed=False, billable_unit_seconds=0, amount=0))
 
 
 def test_usage_once_per_attempt_and_period():
@@ -233,8 +234,9 @@ def test_usage_once_per_attempt_and_period():
             unit="card_hour",
             period_start=row.period_start,
             period_end=row.period_end,
-            units=1,
-            billable_units=1,
+            quantity=1,
+            unit_seconds=60,
+            billable_unit_seconds=60,
             unit_price=1,
             amount=1,
         )
