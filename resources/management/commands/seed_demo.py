@@ -14,6 +14,7 @@ from django.db import transaction
 
 from billing.models import Price
 from billing.services import account_for_user
+from jobs.estimates.seed import seed_templates
 from jobs.models import CodeVersion, Dataset, Image, PretrainedModel, Project
 from resources.models import GpuModel, Node, Quota, SiteSettings, Spec
 from resources.services import node_sync_cards
@@ -91,6 +92,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             SiteSettings.load()
             models = self.seed_gpu_models()
+            seed_templates()
             self.seed_nodes(models)
             self.seed_specs(models)
             self.seed_prices(models)
@@ -234,6 +236,8 @@ class Command(BaseCommand):
         train.write_text(
             "import os\nprint('training with data in', os.environ.get('TRAINYARD_DATA_IN1'))\n"
         )
+        # The workload templates' augmentation-search step runs this before training.
+        (train.parent / "augment_search.py").write_text("print('augmentation search: done')\n")
         Image.objects.update_or_create(
             project=project, name="trainyard/pytorch:2.13-cpu", defaults={"is_default": True}
         )
