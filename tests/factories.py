@@ -3,7 +3,16 @@
 import factory
 from django.contrib.auth import get_user_model
 
-from jobs.models import CodeVersion, Dataset, Image, Job, PretrainedModel, Project
+from jobs.models import (
+    CodeVersion,
+    Dataset,
+    Image,
+    Job,
+    PretrainedModel,
+    Project,
+    Replica,
+    ReplicaAttempt,
+)
 from resources.models import GpuModel, Node, Quota, Spec
 from resources.services import node_sync_cards
 
@@ -128,3 +137,24 @@ class JobFactory(factory.django.DjangoModelFactory):
     cpu_milli = 12_000
     memory_mib = 56 * 1024
     command = "echo hello"
+
+
+class ReplicaFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Replica
+
+    job = factory.SubFactory(JobFactory)
+    index = 0
+    node = factory.SubFactory(NodeFactory, gpu_model=factory.SelfAttribute("..job.gpu_model"))
+
+
+class ReplicaAttemptFactory(factory.django.DjangoModelFactory):
+    """An attempt with whatever times a test gives (``started_at``, ``ended_at``)."""
+
+    class Meta:
+        model = ReplicaAttempt
+
+    replica = factory.SubFactory(ReplicaFactory)
+    number = 1
+    node = factory.SelfAttribute("replica.node")
+    state = ReplicaAttempt.State.RUNNING

@@ -159,6 +159,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": timedelta(seconds=60),
         "options": {"expires": 60},
     },
+    "billing-accrue-usage": {
+        "task": "billing.tasks.accrue_usage",
+        "schedule": timedelta(seconds=60),
+        "options": {"expires": 60},
+    },
 }
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -216,3 +221,5 @@ TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "node
 TRAINYARD_DATA_ROOT = Path(os.environ.get("TRAINYARD_DATA_ROOT", VAR_DIR / "data"))
 # Currency of every price and charge.
 TRAINYARD_CURRENCY = os.environ.get("TRAINYARD_CURRENCY", "CNY")
+# Length of one usage-ledger period (s); the accrual writes one row per attempt and period.
+TRAINYARD_BILLING_PERIOD_SECONDS = 60

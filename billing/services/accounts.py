@@ -5,9 +5,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from billing.models import Account, AccountEvent, FreeGrant
 from resources.models import GpuModel, SiteSettings
-
-from .models import Account, AccountEvent, FreeGrant
 
 
 def account_for_user(*, user: AbstractBaseUser) -> Account:

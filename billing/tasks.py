@@ -1,0 +1,11 @@
+"""Celery tasks of the billing app: each calls a service that is safe to run again."""
+
+from celery import shared_task
+
+
+@shared_task(name="billing.tasks.accrue_usage", ignore_result=True)
+def accrue_usage() -> int:
+    """Accrue running and ended replica attempts into the usage ledger (every minute)."""
+    from billing.services import usage_accrue
+
+    return usage_accrue()

@@ -1,0 +1,89 @@
+"""Rows the billing tests share: GPU models with prices, and attempts with given times."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from billing.models import Price, UsageRecord
+from jobs.models import Job, Replica, ReplicaAttempt
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
+
+PRICES_FROM = datetime(2026, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 3, 10, 8, 0, tzinfo=UTC)
+LATER = T0 + timedelta(days=30)
+
+
+def p4_model():
+    return GpuModelFactory(
+        name="P4",
+        card_memory_gib=8,
+        memory_gib_per_card=40,
+        relative_speed=1.0,
+        supports_vgpu=True,
+        free_tier=True,
+    )
+
+
+def v100_model():
+    return GpuModelFactory(name="V100")
+
+
+def set_price(gpu_model, amount: str, valid_from: datetime = PRICES_FROM) -> Price:
+    if gpu_model is None:
+        return Price.objects.create(unit="core_hour", amount=Decimal(amount), valid_from=valid_from)
+    return Price.objects.create(
+        gpu_model=gpu_model, unit="card_hour", amount=Decimal(amount), valid_from=valid_from
+    )
+
+
+def job_on(gpu_model, *, owner=None, state: str = Job.State.RUNNING, **fields) -> Job:
+    extra = {"owner": owner} if owner is not None else {}
+    if fields.get("replicas", 1) > 1:
+        fields.setdefault("task_mode", Job.TaskMode.DISTRIBUTED)
+    return JobFactory(gpu_model=gpu_model, state=state, **extra, **fields)
+
+
+def attempt_of(
+    job: Job,
+    *,
+    started: datetime,
+    ended: datetime | None = None,
+    index: int = 0,
+    number: int = 1,
+    **fields,
+) -> ReplicaAttempt:
+    replica = Replica.objects.filter(job=job, index=index).first()
+    if replica is None:
+        node = (
+            NodeFactory(gpu_model=job.gpu_model)
+            if job.gpu_model
+            else NodeFactory(gpu_model=None, gpu_count=0)
+        )
+        replica = Replica.objects.create(job=job, index=index, node=node)
+    if ended is not None:
+        fields.setdefault("state", ReplicaAttempt.State.SUCCEEDED)
+    return ReplicaAttemptFactory(
+        replica=replica,
+        node=replica.node,
+        number=number,
+        started_at=started,
+        ended_at=ended,
+        **fields,
+    )
+
+
+def ledger(**filters) -> list[UsageRecord]:
+    return list(UsageRecord.objects.filter(**filters).order_by("attempt_id", "period_start"))
+
+
+def total(rows: list[UsageRecord], field: str) -> Decimal:
+    return sum((getattr(row, field) for row in rows), Decimal(0))
+
+
+def hours_of(rows: list[UsageRecord], field: str = "unit_seconds") -> Decimal:
+    return total(rows, field) / 3600
+
+
+def seconds_covered(rows: list[UsageRecord]) -> int:
+    return sum(int((r.period_end - r.period_start).total_seconds()) for r in rows)
