@@ -5,6 +5,9 @@ from django.conf import settings
 
 from tests.factories import ProjectFactory, UserFactory
 
+# The real node agent fixtures (``agent``, ``agent_env``).
+pytest_plugins = ["tests.agent_support"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # CI sets this: a missing DATABASE_URL must fail loudly, never fall back to SQLite.

@@ -147,8 +147,17 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Seconds between two passes of each node agent (exits, deadlines, heartbeats).
+TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECONDS", "2"))
+# The node agent's tasks live outside an app's tasks.py.
+CELERY_IMPORTS = ["jobs.agent.tasks"]
 # Each entry expires so that missed runs of a periodic task do not pile up.
 CELERY_BEAT_SCHEDULE: dict = {
+    "agent-polls": {
+        "task": "jobs.agent.dispatch_polls",
+        "schedule": timedelta(seconds=TRAINYARD_AGENT_POLL_SECONDS),
+        "options": {"expires": TRAINYARD_AGENT_POLL_SECONDS},
+    },
     "scheduler-pass": {
         "task": "jobs.tasks.schedule_pass",
         "schedule": timedelta(seconds=5),
@@ -223,3 +232,8 @@ TRAINYARD_DATA_ROOT = Path(os.environ.get("TRAINYARD_DATA_ROOT", VAR_DIR / "data
 TRAINYARD_CURRENCY = os.environ.get("TRAINYARD_CURRENCY", "CNY")
 # Length of one usage-ledger period (s); the accrual writes one row per attempt and period.
 TRAINYARD_BILLING_PERIOD_SECONDS = 60
+# "off" runs replicas as plain processes even where bubblewrap is installed.
+TRAINYARD_SANDBOX = os.environ.get("TRAINYARD_SANDBOX", "auto")
+# Replicas run as uid BASE + job id % COUNT when the agent is root (no passwd entry needed).
+TRAINYARD_SANDBOX_UID_BASE = int(os.environ.get("TRAINYARD_SANDBOX_UID_BASE", "200000"))
+TRAINYARD_SANDBOX_UID_COUNT = 100_000

@@ -1,0 +1,200 @@
+"""The agent's periodic pass over its node: heartbeat, exits, deadlines, kills, log offsets.
+
+Everything it needs is in the state folder and the database, so an agent
+restarted (even after ``kill -9``) picks up where the last one stopped: it
+reports the exits that happened meanwhile (with the runner's own end time),
+enforces deadlines that passed meanwhile, and kills replicas the platform has
+given up on (their node was declared lost), so nothing runs twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import signal
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from jobs.execution.files import log_tail, node_root
+from jobs.execution.nodes import node_heartbeat
+from jobs.execution.report import attempt_ended, attempt_phase_started
+from jobs.models import ReplicaAttempt
+from resources.models import SiteSettings
+
+from . import limits
+from .sandbox import bwrap_path
+from .start import report_started
+from .state import AttemptFolder, active_attempt_ids, parse_time
+
+State = ReplicaAttempt.State
+FAILURE_TAIL_LINES = 20
+VANISHED_AFTER = timedelta(seconds=30)
+
+
+def poll_node(node_name: str) -> bool:
+    """One pass; False if another pass of this node is still running."""
+    root = node_root(node_name)
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / "poll.lock").open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        node_heartbeat(node_name=node_name, sandboxed=bwrap_path() is not None)
+        _watch_all(node_name)
+    return True
+
+
+def _watch_all(node_name: str) -> None:
+    ids = active_attempt_ids(node_name)
+    attempts = ReplicaAttempt.objects.select_related("replica__job", "node").in_bulk(ids)
+    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
+    for attempt_id in ids:
+        folder = AttemptFolder(node_name, attempt_id)
+        attempt = attempts.get(attempt_id)
+        if attempt is None:  # deleted with its job
+            folder.signal(signal.SIGKILL)
+            folder.mark_done()
+            continue
+        with folder.lock():
+            _watch(folder, attempt, grace)
+    _forget_untracked(node_name, set(ids))
+
+
+def _watch(folder: AttemptFolder, attempt: ReplicaAttempt, grace: timedelta) -> None:
+    exit_info = folder.read("exit")
+    if exit_info is None and not folder.runner_alive():
+        exit_info = folder.read("exit")  # it may have ended between the two looks
+        if exit_info is None:
+            _runner_vanished(folder, attempt)
+            return
+    if exit_info is None and attempt.state in ReplicaAttempt.FINAL_STATES:
+        folder.signal(signal.SIGKILL)  # given up on (node declared lost): must not run on
+        return
+    _report_progress(folder, attempt)
+    if exit_info is not None:
+        _report_exit(folder, attempt, exit_info)
+        return
+    now = timezone.now()
+    _enforce_deadline(folder, attempt, now, grace)
+    stop = folder.read("stop")
+    if stop and now >= parse_time(stop["kill_at"]):
+        folder.signal(signal.SIGKILL)
+    _ship_log_offset(folder, attempt)
+
+
+def _report_progress(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
+    if attempt.state == State.PENDING and folder.exists("started"):
+        report_started(folder, attempt, wait_seconds=0)
+        attempt.refresh_from_db()
+    training = folder.read(f"phase-{ReplicaAttempt.Phase.TRAINING}")
+    if training and attempt.training_started_at is None and attempt.state == State.RUNNING:
+        attempt_phase_started(
+            attempt_id=attempt.pk,
+            phase=ReplicaAttempt.Phase.TRAINING,
+            at=parse_time(training["started_at"]),
+        )
+
+
+def _enforce_deadline(folder, attempt: ReplicaAttempt, now: datetime, grace: timedelta) -> None:
+    spec = folder.read("spec") or {}
+    deadline = attempt.deadline or (parse_time(spec["deadline"]) if spec.get("deadline") else None)
+    if deadline is None or now < deadline or folder.exists("stop"):
+        return
+    minutes = attempt.replica.job.max_runtime_minutes or 0
+    reason = ngettext(
+        "Max run time of %(minutes)d minute exceeded.",
+        "Max run time of %(minutes)d minutes exceeded.",
+        minutes,
+    ) % {"minutes": minutes}
+    request_stop(folder, kind=State.TIMED_OUT, reason=reason, now=now, grace=grace)
+
+
+def request_stop(folder: AttemptFolder, *, kind: str, reason: str, now, grace) -> None:
+    """TERM now, KILL once ``grace`` has passed (the poll sends it)."""
+    if not folder.exists("stop"):
+        folder.write(
+            "stop",
+            {
+                "kind": kind,
+                "reason": reason,
+                "requested_at": now.isoformat(),
+                "kill_at": (now + grace).isoformat(),
+            },
+        )
+    folder.signal(signal.SIGTERM)
+
+
+def _report_exit(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict) -> None:
+    ended_at = parse_time(exit_info["ended_at"])
+    exit_code = exit_info["exit_code"]
+    stop = folder.read("stop")
+    if stop and parse_time(stop["requested_at"]) <= ended_at:
+        state, reason = stop["kind"], stop["reason"]
+    elif exit_code == 0:
+        state, reason = State.SUCCEEDED, _("Exited with code 0.")
+    else:
+        state = State.FAILED
+        reason = _("Exited with %(summary)s. Last lines of the log:\n%(tail)s") % {
+            "summary": exit_info["summary"],
+            "tail": log_tail(folder.log, lines=FAILURE_TAIL_LINES),
+        }
+    _ship_log_offset(folder, attempt)
+    attempt_ended(
+        attempt_id=attempt.pk, state=state, ended_at=ended_at, exit_code=exit_code, reason=reason
+    )
+    limits.remove_cgroup((folder.read("spec") or {}).get("cgroup"))
+    folder.mark_done()
+
+
+def _runner_vanished(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
+    """The runner died without writing an exit (killed, host rebooted): the attempt is lost."""
+    spec_written = (folder.path / "spec.json").stat().st_mtime
+    recent = timezone.now().timestamp() - spec_written < VANISHED_AFTER.total_seconds()
+    if not folder.exists("started") and recent:
+        return  # still launching
+    folder.signal(signal.SIGKILL)
+    attempt_ended(
+        attempt_id=attempt.pk,
+        state=State.LOST,
+        ended_at=timezone.now(),
+        reason=_("The replica's supervisor on node %(node)s disappeared.")
+        % {"node": folder.node_name},
+        platform_fault=True,
+    )
+    folder.mark_done()
+
+
+def _ship_log_offset(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        size = folder.log.stat().st_size
+        if size != attempt.log_offset:
+            ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
+
+
+def _forget_untracked(node_name: str, tracked: set[int]) -> None:
+    """Attempts the database says run here but the state folder does not know: lost.
+
+    A start message never delivered, or a state folder wiped; waiting for them
+    would keep their jobs starting forever.
+    """
+    cutoff = timezone.now() - VANISHED_AFTER
+    orphans = (
+        ReplicaAttempt.objects.filter(node__name=node_name, state=State.RUNNING)
+        .exclude(pk__in=tracked)
+        .filter(Q(started_at__lt=cutoff))
+    )
+    for attempt_id in orphans.values_list("pk", flat=True):
+        if AttemptFolder(node_name, attempt_id).exists("exit"):
+            continue
+        attempt_ended(
+            attempt_id=attempt_id,
+            state=State.LOST,
+            ended_at=timezone.now(),
+            reason=_("Node %(node)s's agent has no record of this replica.") % {"node": node_name},
+            platform_fault=True,
+        )

@@ -1,0 +1,151 @@
+"""The replica supervisor: a detached process that outlives the agent.
+
+Run as ``python -I -S runner.py <attempt folder>`` (standard library only, no
+Django, so it starts fast). It detaches into its own session, takes the
+folder's ``run.lock`` for as long as it lives (the agent's liveness check, safe
+against pid reuse), runs each phase of the attempt as its own process group
+with the attempt's limits, and writes what happened into the folder:
+``started.json``, ``phase-<name>.json``, ``current.json`` (the process group to
+signal) and finally ``exit.json``. A second runner for the same folder finds
+the lock taken, or ``exit.json`` written, and leaves at once: a start message
+delivered twice starts one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: readers see the old file or the whole new one."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)
+
+
+def take_lock(folder: Path) -> int | None:
+    fd = os.open(folder / "run.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def limits_for(spec: dict):
+    """What the child applies to itself between fork and exec."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    cgroup, memory_bytes = spec.get("cgroup"), spec.get("memory_bytes")
+    cpus, sandboxed = spec.get("cpus"), spec.get("sandboxed")
+
+    def apply() -> None:
+        if cgroup:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+                procs.write("0")
+        elif memory_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        if not sandboxed:
+            # bwrap --die-with-parent does this inside the sandbox.
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+    return apply
+
+
+def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -> int:
+    process = subprocess.Popen(
+        phase["argv"],
+        env=spec["env"],
+        cwd=spec.get("cwd", "/"),
+        stdin=subprocess.DEVNULL,
+        stdout=log_fd,
+        stderr=log_fd,
+        process_group=0,
+        preexec_fn=limits_for(spec),
+    )
+    started = {"started_at": now_iso(), "pgid": process.pid, "runner_pid": os.getpid()}
+    if first:
+        write_json(folder / "started.json", started)
+    write_json(folder / f"phase-{phase['name']}.json", started)
+    write_json(folder / "current.json", {"phase": phase["name"], **started})
+    returncode = process.wait()
+    # Nothing the phase left behind outlives it (bwrap's PID namespace already did this).
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    return returncode
+
+
+def describe(returncode: int) -> tuple[int, str]:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        return 128 - returncode, f"killed by {name}"
+    if returncode > 128 and returncode - 128 in signal.valid_signals():
+        return returncode, f"exit code {returncode} ({signal.Signals(returncode - 128).name})"
+    return returncode, f"exit code {returncode}"
+
+
+def supervise(folder: Path) -> None:
+    if (folder / "exit.json").exists():
+        return
+    spec = json.loads((folder / "spec.json").read_text())
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        # A handler, not SIG_IGN: children get the default action back at exec.
+        signal.signal(signum, lambda *_: None)
+    log_fd = os.open(spec["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    exit_code, summary = 0, "exit code 0"
+    for position, phase in enumerate(spec["phases"]):
+        if position and (folder / "stop.json").exists():
+            break
+        try:
+            returncode = run_phase(folder, spec, phase, log_fd, position == 0)
+        except OSError as error:
+            os.write(log_fd, f"[trainyard] could not start the replica: {error}\n".encode())
+            returncode = 127
+        exit_code, summary = describe(returncode)
+        if exit_code:
+            break
+    os.write(log_fd, f"[trainyard] replica finished: {summary}\n".encode())
+    write_json(
+        folder / "exit.json", {"exit_code": exit_code, "summary": summary, "ended_at": now_iso()}
+    )
+
+
+def main(folder: Path) -> None:
+    if os.fork():
+        os._exit(0)  # the caller waits for this parent; the child is re-parented
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(devnull, fd)
+    lock_fd = take_lock(folder)
+    if lock_fd is None:
+        os._exit(0)
+    try:
+        supervise(folder)
+    except BaseException:
+        traceback.print_exc()  # into runner.err; the agent reports the attempt lost
+        os._exit(1)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

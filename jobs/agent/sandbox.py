@@ -1,0 +1,127 @@
+"""The command line that runs one phase of a replica: in bubblewrap, or plainly where it is absent.
+
+In the sandbox the host's system is read-only (``/usr``, ``/etc``, the
+agent's Python environment), the job's data is bound under ``/trainyard``,
+``/tmp`` is a private tmpfs the size of the temporary storage, and the replica
+has its own PID, IPC and UTS namespaces and dies with its supervisor. The
+network is shared: ports and distributed rendezvous need it.
+
+bwrap runs as root (it needs no user namespace that way) and the last step
+inside it, ``setpriv``, drops to the job's unprivileged uid with no
+capabilities and ``no_new_privs``. A user namespace alone would not do: uid
+65534 inside a namespace created by root is still root to the host's files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+SANDBOX_COMMAND_PATH = "/run/trainyard/command.sh"
+SYSTEM_READ_ONLY = ("/usr", "/etc", "/sys")
+SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def bwrap_path() -> str | None:
+    """bwrap if this node may use it (``TRAINYARD_SANDBOX=off`` forces plain processes)."""
+    if settings.TRAINYARD_SANDBOX == "off":
+        return None
+    return shutil.which("bwrap")
+
+
+def sandbox_uid(job_id: int) -> int | None:
+    """The job's own unprivileged uid when the agent is root; None: run as the agent's user."""
+    if os.geteuid() != 0:
+        return None
+    return settings.TRAINYARD_SANDBOX_UID_BASE + job_id % settings.TRAINYARD_SANDBOX_UID_COUNT
+
+
+def python_environment_paths() -> list[str]:
+    """The agent's Python environment, offered read-only to jobs as their interpreter."""
+    paths = {str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}
+    return sorted(p for p in paths if not any(p.startswith(s) for s in SYSTEM_READ_ONLY))
+
+
+def job_path_variable() -> str:
+    """PATH inside the replica: the agent's Python environment first, then the system."""
+    return ":".join([f"{Path(sys.prefix)}/bin", BASE_PATH])
+
+
+@dataclass
+class Mounts:
+    """Host paths a replica sees, keyed by where it sees them."""
+
+    code: Path | None
+    output: Path
+    datasets: list[Path] = field(default_factory=list)
+    pretrained: list[Path] = field(default_factory=list)
+    read_only_extra: list[str] = field(default_factory=list)
+
+
+def bwrap_argv(
+    *,
+    bwrap: str,
+    mounts: Mounts,
+    command_file: Path,
+    uid: int | None,
+    tmp_bytes: int,
+    hostname: str,
+) -> list[str]:
+    argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    argv += ["--unshare-cgroup-try", "--hostname", hostname]
+    for path in SYSTEM_READ_ONLY:
+        argv += ["--ro-bind", path, path]
+    for path in SYSTEM_LINKS_OR_DIRS:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    for path in mounts.read_only_extra:
+        argv += ["--ro-bind", path, path]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    for device in sorted(Path("/dev").glob("nvidia*")):
+        argv += ["--dev-bind", str(device), str(device)]
+    argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--perms", "0755", "--dir", "/trainyard"]
+    if mounts.code:
+        argv += ["--ro-bind", str(mounts.code), "/trainyard/code"]
+    else:
+        argv += ["--perms", "0555", "--dir", "/trainyard/code"]
+    for position, path in enumerate(mounts.datasets, start=1):
+        argv += ["--ro-bind", str(path), f"/trainyard/data-{position}"]
+    for position, path in enumerate(mounts.pretrained, start=1):
+        argv += ["--ro-bind", str(path), f"/trainyard/pretrained-{position}"]
+    argv += ["--bind", str(mounts.output), "/trainyard/output"]
+    # Folders bwrap creates on its own are 0700 (root's); the job's uid must pass through.
+    argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/trainyard"]
+    argv += ["--ro-bind", str(command_file), SANDBOX_COMMAND_PATH, "--chdir", "/"]
+    return argv + drop_privileges(uid) + bash_argv(SANDBOX_COMMAND_PATH)
+
+
+def plain_argv(*, command_file: Path, uid: int | None) -> list[str]:
+    return drop_privileges(uid) + bash_argv(str(command_file))
+
+
+def drop_privileges(uid: int | None) -> list[str]:
+    if uid is None:
+        return []
+    return [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ]
+
+
+def bash_argv(path: str) -> list[str]:
+    return ["bash", "--noprofile", "--norc", path]

@@ -1,0 +1,75 @@
+"""The startup command as a bash script: one command per line, the first failing line fails.
+
+``set -e`` is not used: it ignores failures inside ``&&`` / ``||`` lists,
+conditions and functions called from them, so ``false && true`` would pass.
+Instead the status of every line is checked right after it runs, which is
+exactly "the first line whose exit status is not 0 fails the replica". A
+backslash at the end of a line continues it; a construct that spans lines
+(``for ...; do`` / ``done``, a here-document) is kept together and checked as
+one command, found by asking ``bash -n`` whether the lines so far parse.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+
+STATUS_CHECK = (
+    '__trainyard_status=$?; if [ "$__trainyard_status" -ne 0 ]; then '
+    'echo "[trainyard] line {line} failed with exit code $__trainyard_status: "{quoted} >&2; '
+    'exit "$__trainyard_status"; fi'
+)
+QUOTED_COMMAND_CHARS = 200
+
+
+def command_script(command: str) -> str:
+    """A bash script that runs ``command`` from ``/`` with the per-line rule."""
+    body = ["cd /"]
+    for line_number, text in command_groups(command):
+        body.append(text)
+        summary = " ".join(text.split())[:QUOTED_COMMAND_CHARS]
+        body.append(STATUS_CHECK.format(line=line_number, quoted=shlex.quote(summary)))
+    body.append("exit 0")
+    return "\n".join(body) + "\n"
+
+
+def command_groups(command: str) -> list[tuple[int, str]]:
+    """(first line number, text) of each command; blank lines and comments are skipped."""
+    groups: list[tuple[int, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, line in _joined_lines(command):
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if not pending:
+            start = number
+        pending.append(line)
+        if _parses("\n".join(pending)):
+            groups.append((start, "\n".join(pending)))
+            pending = []
+    if pending:
+        # Never parses: keep the lines apart so bash reports the syntax error on its line.
+        groups.extend((start + offset, line) for offset, line in enumerate(pending))
+    return groups
+
+
+def _joined_lines(command: str) -> list[tuple[int, str]]:
+    joined: list[tuple[int, str]] = []
+    carry: tuple[int, str] | None = None
+    for number, line in enumerate(command.replace("\r\n", "\n").split("\n"), start=1):
+        if carry is not None:
+            number, line = carry[0], carry[1] + "\n" + line
+            carry = None
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            carry = (number, line)
+            continue
+        joined.append((number, line))
+    if carry is not None:
+        joined.append(carry)
+    return joined
+
+
+def _parses(text: str) -> bool:
+    """Whether ``text`` is a complete bash command (no error, no unfinished here-document)."""
+    result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, check=False)
+    return result.returncode == 0 and not result.stderr.strip()

@@ -1,0 +1,78 @@
+"""The node agent's Celery tasks; each is short and idempotent.
+
+``start_attempt`` / ``stop_attempt`` / ``poll`` arrive on the node's own queue
+(``node.<name>``) and run on the agent worker of that node. ``dispatch_polls``
+runs on the central queue from beat: it sends every local node its poll and
+takes silent nodes down.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from celery import current_app, shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from jobs.execution.nodes import nodes_check_heartbeats
+from jobs.execution.report import attempt_ended
+from jobs.models import ReplicaAttempt
+from resources.models import Node, SiteSettings
+
+
+@shared_task(name="jobs.agent.start_attempt", ignore_result=True)
+def start_attempt(attempt_id: int) -> None:
+    from .start import start_attempt as start
+
+    start(attempt_id)
+
+
+@shared_task(name="jobs.agent.stop_attempt", ignore_result=True)
+def stop_attempt(attempt_id: int, reason: str) -> None:
+    from datetime import timedelta
+
+    from .poll import request_stop
+    from .state import AttemptFolder
+
+    attempt = ReplicaAttempt.objects.select_related("node").filter(pk=attempt_id).first()
+    if attempt is None:
+        return
+    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    now = timezone.now()
+    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
+    with folder.lock():
+        if folder.exists("exit"):
+            return
+        if not folder.exists("spec"):
+            # Not started: remember the stop so a late start message does nothing.
+            folder.write(
+                "stop", {"kind": "stopped", "reason": reason, "requested_at": now.isoformat()}
+            )
+            attempt_ended(
+                attempt_id=attempt.pk,
+                state=ReplicaAttempt.State.STOPPED,
+                ended_at=now,
+                reason=reason,
+            )
+            return
+        request_stop(folder, kind=ReplicaAttempt.State.STOPPED, reason=reason, now=now, grace=grace)
+        if grace.total_seconds() == 0:
+            folder.signal(signal.SIGKILL)
+
+
+@shared_task(name="jobs.agent.poll", ignore_result=True)
+def poll(node_name: str) -> None:
+    from .poll import poll_node
+
+    poll_node(node_name)
+
+
+@shared_task(name="jobs.agent.dispatch_polls", ignore_result=True)
+def dispatch_polls() -> None:
+    """Send each local node's agent its poll (expiring, so a dead agent's queue stays short)."""
+    interval = settings.TRAINYARD_AGENT_POLL_SECONDS
+    for name in Node.objects.filter(executor=Node.Executor.LOCAL).values_list("name", flat=True):
+        current_app.send_task(
+            "jobs.agent.poll", args=[name], queue=f"node.{name}", expires=interval * 2
+        )
+    nodes_check_heartbeats()

@@ -1,0 +1,109 @@
+"""Where attempts keep their logs and outputs on a node, and how the platform reads them.
+
+Executor-neutral: the local agent writes here, and any other executor that
+shares ``TRAINYARD_NODE_ROOT`` (the Slurm backend's ``--output``) can do the
+same so that the job page, the download and the API find them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+LOG_NAME = "output.log"
+TAIL_BLOCK_BYTES = 8192
+
+
+def node_root(node_name: str) -> Path:
+    return Path(settings.TRAINYARD_NODE_ROOT) / node_name
+
+
+def attempt_dir(node_name: str, attempt_id: int) -> Path:
+    return node_root(node_name) / "attempts" / str(attempt_id)
+
+
+def attempt_log_path(node_name: str, attempt_id: int) -> Path:
+    return attempt_dir(node_name, attempt_id) / LOG_NAME
+
+
+def replica_output_dir(node_name: str, job_id: int, replica_index: int) -> Path:
+    """Kept after the job; the same folder for every attempt, so a retry can resume."""
+    return node_root(node_name) / "jobs" / str(job_id) / f"replica-{replica_index}" / "output"
+
+
+def log_tail(path: Path, *, lines: int) -> str:
+    """The last ``lines`` lines of a log, read from its end (logs can be large)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            position = handle.tell()
+            data = b""
+            while position > 0 and data.count(b"\n") <= lines:
+                step = min(TAIL_BLOCK_BYTES, position)
+                position -= step
+                handle.seek(position)
+                data = handle.read(step) + data
+    except FileNotFoundError:
+        return ""
+    text = data.decode("utf-8", errors="replace")
+    return "\n".join(text.splitlines()[-lines:]) if lines else ""
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    relative_path: str
+    size_bytes: int
+
+
+def output_files(root: Path, *, limit: int = 1000) -> list[OutputFile]:
+    """Regular files under an output folder; symbolic links are never followed.
+
+    A job controls what it writes there, so a link to a platform file must not
+    make the web server read that file.
+    """
+    found: list[OutputFile] = []
+    for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(directory) / name
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                found.append(OutputFile(str(path.relative_to(root)), info.st_size))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def open_output_file(root: Path, relative_path: str):
+    """Open the regular file ``relative_path`` under ``root`` for reading, or return None.
+
+    Walks one component at a time with ``O_NOFOLLOW`` relative to the folder
+    already opened, so a job that swaps a folder for a link while we look
+    cannot lead the server out of its output folder.
+    """
+    parts = Path(relative_path).parts
+    if not parts or relative_path.startswith("/") or any(p in ("..", ".") for p in parts):
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        file_fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+        os.close(file_fd)
+        return None
+    return os.fdopen(file_fd, "rb")

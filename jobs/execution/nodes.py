@@ -1,0 +1,82 @@
+"""Node liveness: agents heartbeat; a node silent past the limit goes down, its attempts lost.
+
+Lost attempts are platform faults (not billed) and their jobs are placed again
+(see ``settle.py``). A node that went down only for silence comes back to
+ready on its next heartbeat; a node an admin set down stays down.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from jobs.models import ReplicaAttempt
+from jobs.services.hooks import schedule_soon
+from resources.models import Node, SiteSettings
+
+from .report import attempt_ended
+
+
+def silence_reason(last_heartbeat: datetime | None) -> str:
+    """The node's state reason while it is down for silence (also how we recognise that case)."""
+    with translation.override(settings.LANGUAGE_CODE):
+        when = last_heartbeat.isoformat(timespec="seconds") if last_heartbeat else "-"
+        return _("No heartbeat from the node agent since %(time)s.") % {"time": when}
+
+
+def node_heartbeat(*, node_name: str, sandboxed: bool) -> None:
+    """The agent of ``node_name`` is alive; bring the node back if only silence had downed it."""
+    with transaction.atomic():
+        node = Node.objects.select_for_update().filter(name=node_name).first()
+        if node is None:
+            return
+        revived = node.state == Node.State.DOWN and node.state_reason == silence_reason(
+            node.last_heartbeat
+        )
+        fields: dict = {"last_heartbeat": timezone.now(), "sandboxed": sandboxed}
+        if revived:
+            fields.update(state=Node.State.READY, state_reason="")
+            schedule_soon()
+        Node.objects.filter(pk=node.pk).update(**fields)
+
+
+def nodes_check_heartbeats(*, now: datetime | None = None) -> list[str]:
+    """Mark local nodes silent for longer than the site's limit down; return their names."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=SiteSettings.load().heartbeat_timeout_seconds)
+    stale = Node.objects.filter(
+        executor=Node.Executor.LOCAL,
+        state__in=[Node.State.READY, Node.State.DRAINING],
+        last_heartbeat__lt=cutoff,
+    )
+    return [node.name for node in stale if node_lost(node=node, now=now)]
+
+
+def node_lost(*, node: Node, now: datetime | None = None) -> bool:
+    """Take ``node`` down and end its unfinished attempts as lost; False if it was already down."""
+    now = now or timezone.now()
+    reason = silence_reason(node.last_heartbeat)
+    changed = Node.objects.filter(
+        pk=node.pk, state__in=[Node.State.READY, Node.State.DRAINING]
+    ).update(state=Node.State.DOWN, state_reason=reason)
+    if not changed:
+        return False
+    unfinished = ReplicaAttempt.objects.filter(node=node).exclude(
+        state__in=ReplicaAttempt.FINAL_STATES
+    )
+    attempt_reason = _("Node %(node)s was lost: %(reason)s") % {"node": node.name, "reason": reason}
+    for attempt_id, started_at in unfinished.values_list("pk", "started_at"):
+        # The last moment the node was known alive; platform faults are not billed anyway.
+        ended_at = max(filter(None, [started_at, node.last_heartbeat])) if started_at else now
+        attempt_ended(
+            attempt_id=attempt_id,
+            state=ReplicaAttempt.State.LOST,
+            ended_at=ended_at,
+            reason=attempt_reason,
+            platform_fault=True,
+        )
+    return True

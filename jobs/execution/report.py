@@ -1,0 +1,118 @@
+"""What executors report about attempts; the only writer of attempt states.
+
+Executor-neutral: the local agent and the Slurm backend call the same three
+functions with what they observed, and the job follows from here (running
+when every replica runs; succeeded, failed, retried, timed out, stopped or
+re-placed when the attempts end; see ``settle.py``). Every call is idempotent:
+reporting an attempt that is already in that state, or already ended, does
+nothing, so an agent that reports twice after a restart is harmless.
+
+Lock order: the job row first, then its attempts, in every path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from jobs.models import Job, ReplicaAttempt
+from jobs.services.transitions import job_transition
+
+from .settle import job_settle
+
+Attempt = ReplicaAttempt
+Phase = ReplicaAttempt.Phase
+
+
+def attempt_running(
+    *,
+    attempt_id: int,
+    started_at: datetime,
+    pid: int | None = None,
+    external_id: str = "",
+    deadline: datetime | None = None,
+    phase: str = Phase.TRAINING,
+) -> bool:
+    """The attempt's process started at ``started_at``; False if it was already reported."""
+    with transaction.atomic():
+        job, attempt = _lock(attempt_id)
+        if attempt is None or attempt.state != Attempt.State.PENDING:
+            return False
+        fields = {
+            "state": Attempt.State.RUNNING,
+            "started_at": started_at,
+            "pid": pid,
+            "external_id": external_id,
+            "deadline": deadline,
+            "phase": phase,
+            "training_started_at": started_at if phase == Phase.TRAINING else None,
+        }
+        Attempt.objects.filter(pk=attempt.pk).update(**fields)
+        if job.state == Job.State.STARTING and attempt.number == job.attempt:
+            _running_when_all_started(job)
+    return True
+
+
+def _running_when_all_started(job: Job) -> None:
+    current = Attempt.objects.filter(replica__job=job, number=job.attempt)
+    if current.count() == job.replicas and not current.filter(started_at__isnull=True).exists():
+        job_transition(
+            job=job,
+            to_state=Job.State.RUNNING,
+            reason=_("All %(count)d replicas are running (attempt %(attempt)d).")
+            % {"count": job.replicas, "attempt": job.attempt},
+        )
+
+
+def attempt_phase_started(*, attempt_id: int, phase: str, at: datetime) -> bool:
+    """A later phase began (training after the augmentation search)."""
+    fields: dict = {"phase": phase}
+    if phase == Phase.TRAINING:
+        fields["training_started_at"] = at
+    changed = (
+        Attempt.objects.filter(pk=attempt_id, state=Attempt.State.RUNNING)
+        .exclude(phase=phase)
+        .update(**fields)
+    )
+    return bool(changed)
+
+
+def attempt_ended(
+    *,
+    attempt_id: int,
+    state: str,
+    ended_at: datetime,
+    exit_code: int | None = None,
+    reason: str = "",
+    platform_fault: bool = False,
+) -> bool:
+    """The attempt ended in ``state`` (a final one); the job settles when its attempts have."""
+    if state not in Attempt.FINAL_STATES:
+        raise ValueError(f"{state} is not a final attempt state")
+    with transaction.atomic():
+        job, attempt = _lock(attempt_id)
+        if attempt is None or attempt.state in Attempt.FINAL_STATES:
+            return False
+        if attempt.started_at and ended_at < attempt.started_at:
+            ended_at = attempt.started_at
+        Attempt.objects.filter(pk=attempt.pk).update(
+            state=state,
+            ended_at=ended_at,
+            exit_code=exit_code,
+            reason=reason,
+            platform_fault=platform_fault,
+        )
+        if attempt.number == job.attempt and job.is_active:
+            job_settle(job=job)
+    return True
+
+
+def _lock(attempt_id: int) -> tuple[Job, ReplicaAttempt | None]:
+    job_id = Attempt.objects.filter(pk=attempt_id).values_list("replica__job_id", flat=True).first()
+    if job_id is None:
+        return None, None  # type: ignore[return-value]
+    job = Job.objects.select_for_update().get(pk=job_id)
+    attempt = Attempt.objects.select_for_update().filter(pk=attempt_id).first()
+    return job, attempt

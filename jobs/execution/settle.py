@@ -1,0 +1,166 @@
+"""What a job does when the attempts of its current try have ended.
+
+- Every replica exited 0: succeeded.
+- A stop was requested: stopped. The max run time passed: timed out.
+- A replica failed (non-zero exit, killed): the whole job restarts in place
+  with ``attempt + 1`` (all replicas together, so distributed jobs get a fresh
+  rendezvous) while failures ≤ ``max_retries``; then failed, with the exit code
+  and the last log lines in the reason.
+- A replica was lost to the platform (its node went down): the job goes back
+  to resource wait, its resources are released, and the scheduler places it
+  again (with ``attempt + 1``). Platform faults are not the user's failures and
+  do not use up their retries; a bounded number of them is allowed.
+
+While some replicas still run after one ended badly, they are stopped first;
+the decision waits until all have ended, so nothing runs twice.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from jobs.models import Job, ReplicaAttempt
+from jobs.models.job import MAX_RETRIES
+
+Attempt = ReplicaAttempt
+State = ReplicaAttempt.State
+MAX_PLATFORM_RESTARTS = MAX_RETRIES
+
+
+def job_settle(*, job: Job) -> None:
+    """Called with the job's row locked, after one of its current attempts ended."""
+    attempts = list(
+        Attempt.objects.filter(replica__job=job, number=job.attempt)
+        .select_related("replica", "node")
+        .order_by("replica__index")
+    )
+    unfinished = [a for a in attempts if a.state not in Attempt.FINAL_STATES]
+    if unfinished:
+        ended_badly = [a for a in attempts if a.state in Attempt.FINAL_STATES]
+        ended_badly = [a for a in ended_badly if a.state != State.SUCCEEDED]
+        if ended_badly:
+            _stop_peers(job=job, peers=unfinished, cause=ended_badly[0])
+        return
+    _decide(job=job, attempts=attempts)
+
+
+def _decide(*, job: Job, attempts: list[ReplicaAttempt]) -> None:
+    by_state = {state: [a for a in attempts if a.state == state] for state in State.values}
+    if job.stop_requested_at:
+        stopped = by_state[State.STOPPED]
+        _finish(job, Job.State.STOPPED, stopped[0].reason if stopped else _("Stopped"))
+    elif by_state[State.TIMED_OUT]:
+        _finish(job, Job.State.TIMED_OUT, by_state[State.TIMED_OUT][0].reason)
+    elif failed := [a for a in by_state[State.FAILED] if not a.platform_fault]:
+        _retry_or_fail(job=job, failed=failed[0])
+    elif lost := [a for a in attempts if a.platform_fault]:
+        _replace_or_fail(job=job, lost=lost[0])
+    elif len(by_state[State.SUCCEEDED]) == len(attempts):
+        _finish(job, Job.State.SUCCEEDED, _("Every replica exited with code 0."))
+    else:
+        stopped = by_state[State.STOPPED]
+        _finish(job, Job.State.STOPPED, stopped[0].reason if stopped else _("Stopped"))
+
+
+def _retry_or_fail(*, job: Job, failed: ReplicaAttempt) -> None:
+    failures = _tries_with(job, platform_fault=False)
+    what = {
+        "index": failed.replica.index,
+        "attempt": job.attempt,
+        "reason": failed.reason,
+        "used": failures,
+        "retries": job.max_retries,
+    }
+    if failures > job.max_retries:
+        _finish(
+            job,
+            Job.State.FAILED,
+            _("Replica %(index)d failed on attempt %(attempt)d (no retries left): %(reason)s")
+            % what,
+        )
+        return
+    reason = (
+        _(
+            "Replica %(index)d failed on attempt %(attempt)d; restarting every replica "
+            "(retry %(used)d of %(retries)d): %(reason)s"
+        )
+        if job.replicas > 1
+        else _(
+            "Replica %(index)d failed on attempt %(attempt)d; restarting it "
+            "(retry %(used)d of %(retries)d): %(reason)s"
+        )
+    )
+    _restart_in_place(job=job, reason=reason % what)
+
+
+def _replace_or_fail(*, job: Job, lost: ReplicaAttempt) -> None:
+    what = {"index": lost.replica.index, "node": lost.node.name, "reason": lost.reason}
+    if _tries_with(job, platform_fault=True) > MAX_PLATFORM_RESTARTS:
+        _finish(
+            job,
+            Job.State.FAILED,
+            _("Replica %(index)d was lost on node %(node)s too many times: %(reason)s") % what,
+        )
+        return
+    # The next try gets a new attempt number here; the scheduler keeps it when it places the job.
+    job_transition_and_release(
+        job=job,
+        to_state=Job.State.RESOURCE_WAIT,
+        reason=_(
+            "Replica %(index)d was lost with node %(node)s (%(reason)s); waiting for resources "
+            "to restart every replica elsewhere."
+        )
+        % what,
+        attempt=job.attempt + 1,
+    )
+
+
+def _tries_with(job: Job, *, platform_fault: bool) -> int:
+    """How many tries of the job had a replica fail (or be lost, for platform faults)."""
+    ended = Attempt.objects.filter(replica__job=job, platform_fault=platform_fault)
+    if not platform_fault:
+        ended = ended.filter(state=State.FAILED)
+    return ended.values("number").distinct().count()
+
+
+def _restart_in_place(*, job: Job, reason: str) -> None:
+    from jobs.services.transitions import job_transition
+
+    from .launch import job_launch
+
+    next_attempt = job.attempt + 1
+    if job_transition(job=job, to_state=Job.State.STARTING, reason=reason, attempt=next_attempt):
+        job_id = job.pk
+        transaction.on_commit(lambda: job_launch(job_id))
+
+
+def _finish(job: Job, state: str, reason: str) -> None:
+    job_transition_and_release(job=job, to_state=state, reason=reason)
+
+
+def job_transition_and_release(*, job: Job, to_state: str, reason: str, **fields) -> None:
+    """Leave the active states and give back the nodes, cards and ports (same transaction)."""
+    from jobs.scheduler.release import job_release
+    from jobs.services.transitions import job_transition
+
+    if job_transition(job=job, to_state=to_state, reason=reason, **fields):
+        job_release(job=job)
+
+
+def _stop_peers(*, job: Job, peers: list[ReplicaAttempt], cause: ReplicaAttempt) -> None:
+    from .executors import executor_for
+
+    reason = _("Replica %(index)d ended (%(state)s); stopping the other replicas.") % {
+        "index": cause.replica.index,
+        "state": cause.get_state_display(),
+    }
+    by_executor: dict[str, list[int]] = {}
+    for peer in peers:
+        by_executor.setdefault(peer.node.executor, []).append(peer.pk)
+
+    def send() -> None:
+        for executor_name, attempt_ids in by_executor.items():
+            executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
+
+    transaction.on_commit(send)

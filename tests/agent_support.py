@@ -1,0 +1,231 @@
+"""A real node agent for tests: a Celery worker (with beat for the polls) on temporary folders.
+
+Replicas run as real processes (bubblewrap where installed); nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import transaction
+
+from jobs.execution.launch import job_launch
+from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
+from jobs.services.transitions import job_transition
+from resources.models import Node, SiteSettings
+from resources.services import node_sync_cards
+from tests.conftest import database_url_for_subprocess
+from tests.factories import JobFactory, UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+POLL_SECONDS = 0.3
+WAIT_SECONDS = 60
+
+
+class Agent:
+    """One agent worker serving ``nodes``; ``kill9()`` and ``start()`` for restart tests."""
+
+    def __init__(self, tmp_path: Path, nodes: list[Node]) -> None:
+        self.tmp_path = tmp_path
+        self.nodes = nodes
+        self.node_root = Path(settings.TRAINYARD_NODE_ROOT)
+        self.data_root = Path(settings.TRAINYARD_DATA_ROOT)
+        self.process: subprocess.Popen | None = None
+        self.starts = 0
+        self.extra_env: dict[str, str] = {}
+
+    @property
+    def log_path(self) -> Path:
+        return self.tmp_path / f"agent-{self.starts}.log"
+
+    def start(self) -> None:
+        self.starts += 1
+        queues = ",".join(["celery", *(f"node.{n.name}" for n in self.nodes)])
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url_for_subprocess(),
+            "TRAINYARD_VAR_DIR": str(settings.VAR_DIR),
+            "TRAINYARD_NODE_ROOT": str(self.node_root),
+            "TRAINYARD_DATA_ROOT": str(self.data_root),
+            "TRAINYARD_AGENT_POLL_SECONDS": str(POLL_SECONDS),
+            **self.extra_env,
+        }
+        argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-B"]
+        argv += ["--schedule", str(self.tmp_path / f"beat-{self.starts}"), "-Q", queues]
+        argv += ["--concurrency", "3", "--loglevel", "INFO", "--without-gossip"]
+        argv += ["--without-mingle", "--hostname", f"agent{self.starts}-{uuid.uuid4().hex[:6]}@%h"]
+        log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        wait_until(lambda: "ready." in self.log_path.read_text(), what="agent ready", proc=self)
+
+    def kill9(self) -> None:
+        """What a crash does: the worker, its pool and beat die at once; replicas do not."""
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    def kill_replicas(self) -> None:
+        """Nothing a test started outlives it."""
+        for current in self.node_root.glob("*/attempts/*/current.json"):
+            with contextlib.suppress(ProcessLookupError, ValueError, KeyError):
+                os.killpg(json.loads(current.read_text())["pgid"], signal.SIGKILL)
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text() for p in sorted(self.tmp_path.glob("agent-*.log")))
+
+
+def wait_until(
+    predicate: Callable[[], object],
+    *,
+    what: str,
+    timeout: float = WAIT_SECONDS,
+    proc: Agent | None = None,
+):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    detail = proc.logs()[-4000:] if proc else ""
+    raise AssertionError(f"timed out waiting for {what}\n{detail}")
+
+
+def make_node(name: str | None = None, **fields) -> Node:
+    fields.setdefault("cpu_milli", 16_000)
+    fields.setdefault("memory_mib", 64 * 1024)
+    node = Node.objects.create(name=name or f"n{uuid.uuid4().hex[:8]}", **fields)
+    node_sync_cards(node=node)
+    return node
+
+
+def cpu_job(command: str, **fields) -> Job:
+    """A CPU job of the test owner; ``command`` is the startup command."""
+    fields.setdefault("owner", UserFactory(username="runner"))
+    return JobFactory(
+        command=command,
+        resource_kind="cpu",
+        gpu_model=None,
+        gpu_count=0,
+        cpu_milli=1000,
+        memory_mib=4096,
+        **fields,
+    )
+
+
+def place(job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None) -> Job:
+    """Put ``job`` on ``nodes`` and launch it, as the scheduler does after admission.
+
+    Allocation bookkeeping is the scheduler's business and not what these tests
+    are about; what the agent reads (replicas, card indices, ports, attempt) is
+    written exactly as the scheduler writes it.
+    """
+    with transaction.atomic():
+        replicas = [
+            Replica.objects.create(
+                job=job, index=i, node=node, card_indices=cards[i] if cards else []
+            )
+            for i, node in enumerate(nodes)
+        ]
+        next_port = _free_host_port()
+        for replica in replicas:
+            for job_port in job.ports.values_list("port", flat=True):
+                PortAllocation.objects.create(
+                    replica=replica, job_port=job_port, host_port=next(next_port)
+                )
+        if job.replicas > 1:
+            PortAllocation.objects.create(replica=replicas[0], host_port=next(next_port))
+        job_transition(job=job, to_state=Job.State.STARTING, reason="placed", attempt=1)
+        job_id = job.pk
+        transaction.on_commit(lambda: job_launch(job_id))
+    return job
+
+
+def _free_host_port():
+    settings_row = SiteSettings.load()
+    used = set(PortAllocation.objects.values_list("host_port", flat=True))
+    for port in range(settings_row.port_pool_start + 1000, 65535):
+        if port not in used:
+            yield port
+
+
+def job_state(job: Job) -> str:
+    return Job.objects.values_list("state", flat=True).get(pk=job.pk)
+
+
+def wait_for_state(job: Job, states, agent: Agent | None = None, timeout=WAIT_SECONDS) -> Job:
+    states = {states} if isinstance(states, str) else set(states)
+    wait_until(
+        lambda: job_state(job) in states, what=f"job in {states}", proc=agent, timeout=timeout
+    )
+    return Job.objects.get(pk=job.pk)
+
+
+def attempts_of(job: Job) -> list[ReplicaAttempt]:
+    return list(
+        ReplicaAttempt.objects.filter(replica__job=job).order_by("number", "replica__index")
+    )
+
+
+def attempt_log(attempt: ReplicaAttempt) -> str:
+    from jobs.execution.files import attempt_log_path
+
+    return attempt_log_path(attempt.node.name, attempt.pk).read_text()
+
+
+@pytest.fixture
+def agent_env(transactional_db, tmp_path, settings):
+    """Temporary node and data roots, short grace; returns a factory of agents."""
+    # Not under pytest's own folder (0700): a replica's uid must pass through to its output.
+    roots = Path(tempfile.mkdtemp(prefix="trainyard-agent-"))
+    os.chmod(roots, 0o755)
+    settings.TRAINYARD_NODE_ROOT = roots / "nodes"
+    settings.TRAINYARD_DATA_ROOT = roots / "data"
+    settings.TRAINYARD_DATA_ROOT.mkdir()
+    SiteSettings.objects.update_or_create(
+        pk=1, defaults={"stop_grace_seconds": 1, "heartbeat_timeout_seconds": 60}
+    )
+    agents: list[Agent] = []
+
+    def start(nodes: list[Node], env: dict[str, str] | None = None) -> Agent:
+        agent = Agent(tmp_path, nodes)
+        agent.extra_env = env or {}
+        agents.append(agent)
+        agent.start()
+        return agent
+
+    yield start
+    for agent in agents:
+        agent.stop()
+        agent.kill_replicas()
+    shutil.rmtree(roots, ignore_errors=True)
+
+
+@pytest.fixture
+def agent(agent_env):
+    """One agent for one fresh CPU node: ``agent.nodes[0]``."""
+    return agent_env([make_node()])

@@ -1,0 +1,48 @@
+"""The startup command: one command per line, run from /, the first failing line fails."""
+
+import subprocess
+
+from jobs.agent.script import command_groups, command_script
+
+
+def run(command: str, tmp_path) -> subprocess.CompletedProcess:
+    script = tmp_path / "command.sh"
+    script.write_text(command_script(command))
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", str(script)], capture_output=True, text=True, cwd=tmp_path
+    )
+
+
+def test_runs_every_line_from_root(tmp_path):
+    result = run("pwd\necho two", tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == ["/", "two"]
+
+
+def test_second_of_three_lines_fails_and_the_third_never_runs(tmp_path):
+    marker = tmp_path / "third-ran"
+    result = run(f"echo one\nexit_with() {{ return 3; }}; exit_with\ntouch {marker}", tmp_path)
+    assert result.returncode == 3
+    assert result.stdout == "one\n"
+    assert "line 2 failed with exit code 3" in result.stderr
+    assert not marker.exists()
+
+
+def test_a_failing_list_fails_its_line_where_set_e_would_not(tmp_path):
+    result = run("false && true\necho unreachable", tmp_path)
+    assert result.returncode == 1
+    assert "unreachable" not in result.stdout
+
+
+def test_multi_line_constructs_and_continuations_stay_together(tmp_path):
+    command = "for i in 1 2; do\n  echo $i\ndone\ncat <<END\nhere\nEND\necho a \\\n  b\n# note\n"
+    assert [line for line, _ in command_groups(command)] == [1, 4, 7]
+    result = run(command, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "2", "here", "a", "b"]
+
+
+def test_syntax_error_fails_on_its_line(tmp_path):
+    result = run('echo ok\necho "unterminated\necho never', tmp_path)
+    assert result.returncode != 0
+    assert result.stdout == "ok\n"
