@@ -79,6 +79,7 @@ class Estimator:
         self.prior = load_prior()
         self._runs: dict[int, list[Run]] = {}
         self._corrections: dict[int, Correction | None] = {}
+        self._forbidden_ids: dict[int, set[int]] = {}
 
     def template(
         self,
@@ -94,8 +95,7 @@ class Estimator:
         if dataset_samples <= 0 or cards <= 0:
             return None
         members = _members(gpu_model)
-        forbidden = {g.pk for g in template.forbidden_gpu_models.all()}
-        if not members or any(m.pk in forbidden for m in members):
+        if not members or any(m.pk in self._forbidden(template) for m in members):
             return None
         correction = self._correction(template)
         if correction is None:
@@ -160,6 +160,11 @@ class Estimator:
             runs=len(scaled),
             basis=Basis.OWN_RUNS,
         )
+
+    def _forbidden(self, template: WorkloadTemplate) -> set[int]:
+        if template.pk not in self._forbidden_ids:
+            self._forbidden_ids[template.pk] = {g.pk for g in template.forbidden_gpu_models.all()}
+        return self._forbidden_ids[template.pk]
 
     def _template_runs(self, template_id: int) -> list[Run]:
         if template_id not in self._runs:
