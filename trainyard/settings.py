@@ -127,13 +127,15 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CELERY_BROKER_URL = "filesystem://"
     broker_dir = VAR_DIR / "broker"
-    for sub in ("in", "processed"):
+    for sub in ("in", "processed", "control"):
         (broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(broker_dir / "in"),
         "data_folder_out": str(broker_dir / "in"),
         "processed_folder": str(broker_dir / "processed"),
         "store_processed": False,
+        # Broadcast (pidbox) exchanges; kombu's default is ./control in the cwd.
+        "control_folder": str(broker_dir / "control"),
     }
 
 # Reliability first: a task is acknowledged only after it ran, and a task whose
