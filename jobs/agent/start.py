@@ -97,6 +97,8 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
     bwrap = sandbox.bwrap_path()
     now = timezone.now()
     deadline = now + timedelta(minutes=job.max_runtime_minutes) if job.max_runtime_minutes else None
+    if job.augmentation_command.strip():
+        deadline = None  # the max run time counts from training's start (attempt_phase_started)
     env = _environment(attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid, deadline=deadline)
     phases = [
         {"name": name, "argv": _phase_argv(folder, attempt, name, command, mounts, uid, bwrap)}

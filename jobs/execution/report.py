@@ -12,7 +12,7 @@ Lock order: the job row first, then its attempts, in every path.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -67,10 +67,21 @@ def _running_when_all_started(job: Job) -> None:
 
 
 def attempt_phase_started(*, attempt_id: int, phase: str, at: datetime) -> bool:
-    """A later phase began (training after the augmentation search)."""
+    """A later phase began (training after the augmentation search).
+
+    The max run time limits training alone (seed 000), so the deadline of an
+    attempt that searched augmentations first starts here.
+    """
     fields: dict = {"phase": phase}
     if phase == Phase.TRAINING:
         fields["training_started_at"] = at
+        max_runtime = (
+            Job.objects.filter(replica_set__attempts=attempt_id)
+            .values_list("max_runtime_minutes", flat=True)
+            .first()
+        )
+        if max_runtime:
+            fields["deadline"] = at + timedelta(minutes=max_runtime)
     changed = (
         Attempt.objects.filter(pk=attempt_id, state=Attempt.State.RUNNING)
         .exclude(phase=phase)
