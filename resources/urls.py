@@ -5,4 +5,5 @@ from . import views
 app_name = "resources"
 urlpatterns = [
     path("", views.resource_overview, name="overview"),
+    path("free/refresh/", views.free_refresh, name="free_refresh"),
 ]

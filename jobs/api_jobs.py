@@ -1,0 +1,214 @@
+"""API: submit, list, read, stop jobs and edit their ports (``/api/v1/jobs``).
+
+The same services as the pages: ``job_submit`` validates, ``job_stop`` stops,
+``job_ports_update`` edits ports. A job the user may not see is a 404.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
+from ninja import Field, Router, Schema
+from ninja.pagination import LimitOffsetPagination, paginate
+
+from resources.api_free import ResourcePartIn
+from resources.ratios import mib_to_gib, milli_to_cores
+
+from .models import Job
+from .selectors import jobs_for_user
+from .services.ports import job_ports_update
+from .services.stop import job_stop
+from .services.submit import job_submit
+
+router = Router(tags=["jobs"])
+PRIORITY_NAMES = {Job.Priority.NORMAL: "normal", Job.Priority.HIGH: "high"}
+
+
+class JobIn(ResourcePartIn):
+    """A new job; names of projects, models, specs, datasets... Omitted fields: form defaults."""
+
+    project: str | None = None
+    name: str | None = None
+    command: str | None = Field(None, description="≤ 10,000 characters, run line by line from /")
+    datasets: list[str] | None = Field(None, description="Default: all of the project's")
+    pretrained_models: list[str] | None = Field(None, description="Default: all of the project's")
+    code_version: str | None = Field(None, description="Default: the newest; null: none")
+    image: str | None = Field(None, description="Default: the project's default; null: none")
+    ports: list[int] | None = Field(None, description="≤ 10, each 1025–65535, unique")
+    max_runtime_minutes: int | None = Field(None, description="null: no limit")
+    max_retries: int | None = Field(None, description="0–10, default 0")
+    priority: str | None = Field(None, description="normal (default) or high (staff only)")
+
+
+class JobPatchIn(Schema):
+    ports: list[int] | None = None
+
+
+class JobResourcesOut(Schema):
+    kind: str
+    gpu_model: str | None
+    gpu_count: int
+    vgpu_compute_percent: int | None
+    vgpu_memory_gib: float | None
+    cpu_cores: float
+    memory_gib: float
+    storage_gib: int
+
+
+class JobOut(Schema):
+    id: int
+    name: str
+    project: str
+    owner: str
+    state: str
+    state_reason: str
+    queue_position: int | None
+    estimated_start: datetime | None
+    task_mode: str
+    replicas: int
+    config_mode: str
+    spec: str | None
+    resources: JobResourcesOut
+    command: str
+    datasets: list[str]
+    pretrained_models: list[str]
+    code_version: str | None
+    image: str | None
+    ports: list[int]
+    max_runtime_minutes: int | None
+    max_retries: int
+    priority: str
+    submitted_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    stop_requested_at: datetime | None
+
+    @staticmethod
+    def resolve_project(job: Job) -> str:
+        return job.project.name
+
+    @staticmethod
+    def resolve_owner(job: Job) -> str:
+        return job.owner.get_username()
+
+    @staticmethod
+    def resolve_spec(job: Job) -> str | None:
+        return job.spec.name if job.spec_id else None
+
+    @staticmethod
+    def resolve_resources(job: Job) -> dict:
+        return {
+            "kind": job.resource_kind,
+            "gpu_model": job.gpu_model.name if job.gpu_model_id else None,
+            "gpu_count": job.gpu_count,
+            "vgpu_compute_percent": job.vgpu_compute_percent,
+            "vgpu_memory_gib": mib_to_gib(job.vgpu_memory_mib) if job.vgpu_memory_mib else None,
+            "cpu_cores": milli_to_cores(job.cpu_milli),
+            "memory_gib": mib_to_gib(job.memory_mib),
+            "storage_gib": job.storage_gib,
+        }
+
+    @staticmethod
+    def resolve_datasets(job: Job) -> list[str]:
+        return [row.dataset.name for row in job.jobdataset_set.all()]
+
+    @staticmethod
+    def resolve_pretrained_models(job: Job) -> list[str]:
+        return [row.pretrained_model.name for row in job.jobpretrainedmodel_set.all()]
+
+    @staticmethod
+    def resolve_code_version(job: Job) -> str | None:
+        return job.code_version.name if job.code_version_id else None
+
+    @staticmethod
+    def resolve_image(job: Job) -> str | None:
+        return job.image.name if job.image_id else None
+
+    @staticmethod
+    def resolve_ports(job: Job) -> list[int]:
+        return [p.port for p in job.ports.all()]
+
+    @staticmethod
+    def resolve_priority(job: Job) -> str:
+        return PRIORITY_NAMES.get(job.priority, str(job.priority))
+
+
+class JobEventOut(Schema):
+    created_at: datetime
+    from_state: str
+    to_state: str
+    reason: str
+
+
+class JobDetailOut(JobOut):
+    events: list[JobEventOut]
+
+    @staticmethod
+    def resolve_events(job: Job) -> list:
+        return list(job.events.all())
+
+
+def _jobs(request: HttpRequest) -> QuerySet[Job]:
+    return (
+        jobs_for_user(user=request.user)
+        .select_related("project", "owner", "gpu_model", "spec", "code_version", "image")
+        .prefetch_related(
+            "ports", "jobdataset_set__dataset", "jobpretrainedmodel_set__pretrained_model"
+        )
+    )
+
+
+def _job(request: HttpRequest, job_id: int) -> Job:
+    return get_object_or_404(_jobs(request), pk=job_id)
+
+
+@router.post("/jobs", response={201: JobOut})
+def submit_job(request: HttpRequest, payload: JobIn):
+    """Submit a job; 422 ``{"errors": {field: [message]}}`` names every problem."""
+    job = job_submit(user=request.user, data=payload.model_dump(exclude_unset=True))
+    return 201, _job(request, job.pk)
+
+
+@router.get("/jobs", response=list[JobOut])
+@paginate(LimitOffsetPagination)
+def list_jobs(request: HttpRequest, state: str = "", project: str = ""):
+    """Your jobs and your projects' jobs, newest first."""
+    jobs = _jobs(request)
+    if state:
+        if state not in Job.State.values:
+            choices = ", ".join(Job.State.values)
+            raise ValidationError(
+                {"state": [_("State must be one of %(choices)s") % {"choices": choices}]}
+            )
+        jobs = jobs.filter(state=state)
+    if project:
+        jobs = jobs.filter(project__name=project)
+    return jobs
+
+
+@router.get("/jobs/{job_id}", response=JobDetailOut)
+def get_job(request: HttpRequest, job_id: int):
+    return _job(request, job_id)
+
+
+@router.post("/jobs/{job_id}/stop", response=JobOut)
+def stop_job(request: HttpRequest, job_id: int):
+    """Stop a job: a waiting one at once, a running one after its grace period."""
+    job = _job(request, job_id)
+    if not job.is_finished:
+        job_stop(job=job, actor=request.user)
+    return _job(request, job_id)
+
+
+@router.patch("/jobs/{job_id}", response=JobOut)
+def update_job(request: HttpRequest, job_id: int, payload: JobPatchIn):
+    """Change a job's open ports (the only field that may change after submit)."""
+    job = _job(request, job_id)
+    if payload.ports is not None:
+        job_ports_update(job=job, ports=payload.ports, actor=request.user)
+    return _job(request, job_id)

@@ -1,0 +1,85 @@
+"""A job's own page, and what its owner (or a project member) may do there."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from resources.describe import describe_request
+from resources.request import ResourceRequest
+
+from .environment import environment_input_for_job, job_environment
+from .forms import parse_ports
+from .models import Job
+from .selectors import jobs_for_user
+from .services.ports import job_ports_update
+from .services.stop import job_stop
+
+
+def _visible_job(request: HttpRequest, pk: int) -> Job:
+    """The job if the user may see it; 404 otherwise, so ids of others' jobs leak nothing."""
+    jobs = jobs_for_user(user=request.user).select_related(
+        "project", "owner", "gpu_model", "spec", "code_version", "image"
+    )
+    return get_object_or_404(jobs, pk=pk)
+
+
+@require_GET
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _visible_job(request, pk)
+    return render(request, "jobs/job_detail.html", _detail_context(job))
+
+
+def _detail_context(job: Job, **extra) -> dict:
+    ports = [p.port for p in job.ports.all()]
+    return {
+        "job": job,
+        "resources": describe_request(ResourceRequest.from_job(job)),
+        "datasets": [jd.dataset for jd in job.jobdataset_set.select_related("dataset")],
+        "pretrained_models": [
+            jp.pretrained_model
+            for jp in job.jobpretrainedmodel_set.select_related("pretrained_model")
+        ],
+        "ports": ports,
+        "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
+        "environment": job_environment(environment_input_for_job(job)),
+        "events": _events(job),
+        **extra,
+    }
+
+
+def _events(job: Job) -> list:
+    labels = dict(Job.State.choices)
+    events = list(job.events.order_by("created_at", "pk"))
+    for event in events:
+        event.from_label = labels.get(event.from_state, event.from_state)
+        event.to_label = labels.get(event.to_state, event.to_state)
+    return events
+
+
+@require_POST
+def job_stop_view(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _visible_job(request, pk)
+    if job.is_finished:
+        messages.info(request, _("Job #%(id)s had already finished.") % {"id": job.pk})
+    else:
+        job_stop(job=job, actor=request.user)
+        messages.success(request, _("Stop requested for job #%(id)s.") % {"id": job.pk})
+    return redirect("jobs:detail", pk=job.pk)
+
+
+@require_POST
+def job_ports_view(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _visible_job(request, pk)
+    text = request.POST.get("ports", "")
+    try:
+        job_ports_update(job=job, ports=parse_ports(text), actor=request.user)
+    except ValidationError as error:
+        context = _detail_context(job, ports_text=text, port_errors=error.message_dict["ports"])
+        return render(request, "jobs/job_detail.html", context, status=422)
+    messages.success(request, _("Ports of job #%(id)s updated.") % {"id": job.pk})
+    return redirect("jobs:detail", pk=job.pk)

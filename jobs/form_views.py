@@ -1,0 +1,56 @@
+"""The New job page: submit, and the previews that re-render one panel each."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
+
+from resources.free import free_panel_for_page
+
+from .forms import JobForm
+from .services.submit import job_submit
+
+TEMPLATE = "jobs/job_form.html"
+# What htmx may ask to re-render after a change ("apply"), by panel name.
+APPLY_PANELS = {"resources", "project-items"}
+
+
+@require_http_methods(["GET", "POST"])
+def job_new(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        form = JobForm(user=request.user, project_name=request.GET.get("project", ""))
+        return _page(request, form)
+    form = JobForm(request.POST, user=request.user)
+    action = request.POST.get("_action", "submit")
+    if action == "submit":
+        return _submit(request, form)
+    context: dict = {}
+    if action == "feasibility":
+        context["feasibility"] = form.feasibility()
+    elif action == "environment":
+        context.update(environment=form.environment(), environment_requested=True)
+    panel = request.POST.get("_panel") if action == "apply" else action
+    if request.htmx and panel in APPLY_PANELS | {"feasibility", "environment"}:
+        return render(request, f"{TEMPLATE}#{panel}", {"form": form, **context})
+    return _page(request, form, **context)
+
+
+def _submit(request: HttpRequest, form: JobForm) -> HttpResponse:
+    if form.is_valid():
+        try:
+            job = job_submit(user=request.user, data=form.submit_data())
+        except ValidationError as error:
+            form.add_service_errors(error)
+        else:
+            messages.success(request, _("Job #%(id)s submitted.") % {"id": job.pk})
+            return redirect("jobs:detail", pk=job.pk)
+    return _page(request, form)
+
+
+def _page(request: HttpRequest, form: JobForm, **context) -> HttpResponse:
+    context = {"form": form, "free": free_panel_for_page(user=request.user), **context}
+    return render(request, TEMPLATE, context)

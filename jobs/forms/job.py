@@ -1,0 +1,417 @@
+"""The New job form (seed 002): a front for ``job_submit`` that also previews the request.
+
+The form parses only what HTML sends as text (the port list, run time units)
+and turns the page's ratio choices into the API's body; every domain rule
+lives in the submit service, so the form and the API say the same things.
+It works without JavaScript: the Apply, Check feasibility and View
+environment variables buttons are plain submit buttons that htmx, where it
+runs, turns into requests that re-render one panel.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from django import forms
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.db.models import prefetch_related_objects
+from django.utils.translation import gettext_lazy as _
+
+from jobs.environment import EnvironmentInput, job_environment
+from jobs.models import Job, Project
+from jobs.selectors import projects_for_user
+from jobs.services.resources_input import FieldErrors, job_resources_resolve, resources_resolve
+from resources.describe import describe_request
+from resources.feasibility import Feasibility, request_feasibility
+from resources.models import GpuModel, ResourceKind, SiteSettings, Spec
+from resources.ratios import (
+    CPU_MEMORY_RATIOS,
+    DEFAULT_CPU_CORES,
+    DEFAULT_CPU_MEMORY_RATIO,
+    DEFAULT_STORAGE_GIB,
+    DEFAULT_VGPU_COMPUTE_PERCENT,
+    mib_to_gib,
+    milli_to_cores,
+)
+from resources.request import ResourceRequest
+
+from .fields import NameChoiceField, NameMultipleChoiceField, number_input
+
+RATIO, CUSTOM = "ratio", "custom"
+MULTI_FIELDS = ("datasets", "pretrained_models")
+# Service field → form field, where they differ.
+SERVICE_TO_FORM = {"max_runtime_minutes": "max_runtime"}
+
+
+class JobForm(forms.Form):
+    project = NameChoiceField(label=_("Project"))
+    name = forms.CharField(label=_("Name"), required=False)
+    task_mode = forms.ChoiceField(
+        label=_("Task mode"),
+        choices=Job.TaskMode.choices,
+        initial=Job.TaskMode.SINGLE,
+        widget=forms.RadioSelect,
+    )
+    replicas = forms.CharField(
+        label=_("Nodes"), required=False, initial=2, widget=number_input(min=2, step=1)
+    )
+    config_mode = forms.ChoiceField(
+        label=_("Config mode"),
+        choices=Job.ConfigMode.choices,
+        initial=Job.ConfigMode.PARAMETER,
+        required=False,
+        widget=forms.RadioSelect,
+    )
+    spec = NameChoiceField(label=_("Spec"), required=False)
+    kind = forms.ChoiceField(
+        label=_("Resources"),
+        choices=ResourceKind.choices,
+        initial=ResourceKind.GPU,
+        widget=forms.RadioSelect,
+    )
+    gpu_model = NameChoiceField(label=_("GPU model"), required=False)
+    gpu_count = forms.CharField(
+        label=_("GPU count"), required=False, initial=1, widget=number_input(min=1, step=1)
+    )
+    vgpu_compute_percent = forms.CharField(
+        label=_("Compute per GPU (%)"),
+        required=False,
+        initial=DEFAULT_VGPU_COMPUTE_PERCENT,
+        widget=number_input(min=1, max=100, step=1),
+    )
+    vgpu_memory_unlocked = forms.BooleanField(
+        label=_("Unlock the ratio and set GPU memory per GPU myself"), required=False
+    )
+    vgpu_memory_gib = forms.CharField(
+        label=_("GPU memory per GPU (GiB)"), required=False, widget=number_input(step="any")
+    )
+    gpu_ratio = forms.ChoiceField(
+        label=_("CPU and memory"),
+        choices=[(RATIO, _("Follow the model's per-card ratio")), (CUSTOM, _("Custom"))],
+        initial=RATIO,
+        required=False,
+        widget=forms.RadioSelect,
+    )
+    cpu_memory_ratio = forms.ChoiceField(
+        label=_("Memory per core"),
+        choices=[(str(r), f"1:{r}") for r in CPU_MEMORY_RATIOS] + [(CUSTOM, _("Custom"))],
+        initial=str(DEFAULT_CPU_MEMORY_RATIO),
+        required=False,
+    )
+    cpu_cores = forms.CharField(
+        label=_("CPU cores"),
+        required=False,
+        initial=DEFAULT_CPU_CORES,
+        widget=number_input(step="any", min=0),
+    )
+    memory_gib = forms.CharField(
+        label=_("Memory (GiB)"), required=False, widget=number_input(step="any", min=0)
+    )
+    storage_gib = forms.CharField(
+        label=_("Temporary storage (GiB)"),
+        required=False,
+        initial=DEFAULT_STORAGE_GIB,
+        help_text=_("At least 2 GiB; freed when the job ends."),
+        widget=number_input(min=2, step=1),
+    )
+    command = forms.CharField(
+        label=_("Startup command"),
+        required=False,
+        strip=False,
+        help_text=_("Up to 10,000 characters, one command per line, run from /."),
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "maxlength": 10_000}),
+    )
+    items_project = forms.CharField(required=False, widget=forms.HiddenInput)
+    datasets = NameMultipleChoiceField(
+        label=_("Datasets"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    pretrained_models = NameMultipleChoiceField(
+        label=_("Pretrained models"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    code_version = NameChoiceField(label=_("Code version"), required=False)
+    image = NameChoiceField(label=_("Image"), required=False)
+    ports = forms.CharField(
+        label=_("Open ports"),
+        required=False,
+        help_text=_("Up to 10, each 1025–65535, separated by commas; can be changed later."),
+        widget=forms.TextInput(attrs={"placeholder": "8080, 6006"}),
+    )
+    max_runtime = forms.CharField(
+        label=_("Max run time"),
+        required=False,
+        help_text=_("Empty: no limit. The job is stopped when it runs longer."),
+        widget=number_input(min=1, step="any"),
+    )
+    max_runtime_unit = forms.ChoiceField(
+        label=_("Unit"),
+        choices=[("minutes", _("minutes")), ("hours", _("hours"))],
+        initial="hours",
+        required=False,
+    )
+    max_retries = forms.CharField(
+        label=_("Replica retries"),
+        required=False,
+        initial=0,
+        help_text=_("0–10. A replica that fails is restarted whole."),
+        widget=number_input(min=0, max=10, step=1),
+    )
+    priority = NameChoiceField(
+        label=_("Priority"),
+        choices=[("normal", _("Normal")), ("high", _("High (staff only)"))],
+        initial="normal",
+        required=False,
+    )
+
+    def __init__(self, *args, user: AbstractBaseUser, project_name: str = "", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.site = SiteSettings.load()
+        self.projects = list(projects_for_user(user=user).order_by("name"))
+        self.gpu_models = list(GpuModel.objects.order_by("name"))
+        if self.is_bound:
+            self.data = self.data.copy()
+        else:
+            self._set_initial(project_name)
+        self.project = next((p for p in self.projects if p.name == self.value("project")), None)
+        if self.project is not None:
+            prefetch_related_objects(
+                [self.project], "datasets", "pretrained_models", "code_versions", "images"
+            )
+        self._set_choices()
+        self._follow_project()
+        self.preview = self._preview_request()
+        self._show_derived_values()
+
+    # Choices and defaults -------------------------------------------------------------------
+
+    def _set_choices(self) -> None:
+        self.fields["project"].choices = [(p.name, p.name) for p in self.projects]
+        self.fields["gpu_model"].choices = [(m.name, gpu_model_label(m)) for m in self.gpu_models]
+        specs = Spec.objects.filter(enabled=True).select_related("gpu_model")
+        self.fields["spec"].choices = [("", "—")] + [(s.name, s.name) for s in specs]
+        if not self.user.is_staff:
+            priority = self.fields["priority"]
+            priority.choices = priority.choices[:1]
+            priority.help_text = _("High priority is for staff.")
+        project = self.project
+        fields = self.fields
+        fields["datasets"].choices = [(d.name, d.name) for d in _all(project, "datasets")]
+        fields["pretrained_models"].choices = [
+            (m.name, m.name) for m in _all(project, "pretrained_models")
+        ]
+        fields["code_version"].choices = [("", "—")] + [
+            (c.name, c.name) for c in _all(project, "code_versions")
+        ]
+        fields["image"].choices = [("", _("No image"))] + [
+            (i.name, i.name) for i in _all(project, "images")
+        ]
+
+    def _set_initial(self, project_name: str) -> None:
+        names = [p.name for p in self.projects]
+        chosen = project_name if project_name in names else next(iter(names), "")
+        self.initial.setdefault("project", chosen)
+        free = [m.name for m in self.gpu_models if m.free_tier]
+        self.initial.setdefault(
+            "gpu_model", next(iter(free or [m.name for m in self.gpu_models]), "")
+        )
+
+    def _follow_project(self) -> None:
+        """A new project selects all of its data, its newest code and default image (seed 002)."""
+        project = self.project
+        if project is None or self.value("items_project") == project.name:
+            return
+        defaults = {
+            "items_project": project.name,
+            "datasets": [d.name for d in _all(project, "datasets")],
+            "pretrained_models": [m.name for m in _all(project, "pretrained_models")],
+            "code_version": next((c.name for c in _all(project, "code_versions")), ""),
+            "image": next((i.name for i in _all(project, "images") if i.is_default), ""),
+        }
+        for name, value in defaults.items():
+            self._set_value(name, value)
+
+    # Reading and writing the current values, bound or not ----------------------------------
+
+    def value(self, name: str):
+        if self.is_bound:
+            return self.data.getlist(name) if name in MULTI_FIELDS else self.data.get(name)
+        return self.initial.get(name, self.fields[name].initial)
+
+    def _set_value(self, name: str, value) -> None:
+        if not self.is_bound:
+            self.initial[name] = value
+        elif isinstance(value, list):
+            self.data.setlist(name, value)
+        else:
+            self.data[name] = value
+
+    @property
+    def current_kind(self) -> str:
+        return self.value("kind") or ResourceKind.GPU
+
+    @property
+    def spec_mode(self) -> bool:
+        return self.site.spec_management_enabled and self.value("config_mode") == "spec"
+
+    @property
+    def distributed(self) -> bool:
+        return self.value("task_mode") == Job.TaskMode.DISTRIBUTED
+
+    @property
+    def gpu_ratio_custom(self) -> bool:
+        return self.value("gpu_ratio") == CUSTOM
+
+    @property
+    def cpu_ratio_custom(self) -> bool:
+        return self.value("cpu_memory_ratio") == CUSTOM
+
+    @property
+    def vgpu_unlocked(self) -> bool:
+        return self.value("vgpu_memory_unlocked") in (True, "on", "true", "1")
+
+    # The API body ---------------------------------------------------------------------------
+
+    def submit_data(self) -> dict:
+        """The ``POST /api/v1/jobs`` body this form stands for."""
+        return {
+            "project": self.value("project") or "",
+            "name": self.value("name") or "",
+            "task_mode": self.value("task_mode") or Job.TaskMode.SINGLE,
+            "replicas": self.value("replicas") if self.distributed else None,
+            "config_mode": "spec" if self.spec_mode else "parameter",
+            "spec": self.value("spec") if self.spec_mode else None,
+            "resources": self._resources_data(),
+            "command": self.value("command") or "",
+            "datasets": list(self.value("datasets") or []),
+            "pretrained_models": list(self.value("pretrained_models") or []),
+            "code_version": self.value("code_version") or "",
+            "image": self.value("image") or "",
+            "ports": parse_ports(self.value("ports") or ""),
+            "max_runtime_minutes": self._max_runtime_minutes(),
+            "max_retries": self.value("max_retries"),
+            "priority": self.value("priority") or "normal",
+        }
+
+    def _resources_data(self) -> dict:
+        kind = self.current_kind
+        data = {"kind": kind, "storage_gib": self.value("storage_gib")}
+        if kind == ResourceKind.CPU:
+            data["cpu_cores"] = self.value("cpu_cores")
+            if self.cpu_ratio_custom:
+                data["memory_gib"] = self.value("memory_gib")
+            else:
+                data["cpu_memory_ratio"] = self.value("cpu_memory_ratio")
+            return data
+        data.update(gpu_model=self.value("gpu_model"), gpu_count=self.value("gpu_count"))
+        if kind == ResourceKind.VGPU:
+            data["vgpu_compute_percent"] = self.value("vgpu_compute_percent")
+            if self.vgpu_unlocked:
+                data["vgpu_memory_gib"] = self.value("vgpu_memory_gib")
+        if self.gpu_ratio_custom:
+            data.update(cpu_cores=self.value("cpu_cores"), memory_gib=self.value("memory_gib"))
+        return data
+
+    def _max_runtime_minutes(self):
+        value = (self.value("max_runtime") or "").strip()
+        if not value or self.value("max_runtime_unit") != "hours":
+            return value or None
+        try:
+            minutes = Decimal(value) * 60
+        except InvalidOperation:
+            return value  # the service names the field and what is wrong
+        return int(minutes.to_integral_value(ROUND_HALF_UP))
+
+    # Previews ------------------------------------------------------------------------------
+
+    def _preview_request(self) -> ResourceRequest | None:
+        return resources_resolve(user=self.user, data=self.submit_data(), errors=FieldErrors())
+
+    def _show_derived_values(self) -> None:
+        """Show what the ratios give in the fields the user did not set (read-only there)."""
+        request = self.preview
+        if request is None or self.spec_mode:
+            return
+        derived = {}
+        if request.gpu_model is not None and not self.gpu_ratio_custom:
+            derived["cpu_cores"] = milli_to_cores(request.cpu_milli)
+            derived["memory_gib"] = mib_to_gib(request.memory_mib)
+        if request.gpu_model is None and not self.cpu_ratio_custom:
+            derived["memory_gib"] = mib_to_gib(request.memory_mib)
+        if request.is_vgpu and not self.vgpu_unlocked:
+            derived["vgpu_memory_gib"] = mib_to_gib(request.vgpu_memory_mib)
+        for name, value in derived.items():
+            self._set_value(name, str(value))
+            self.fields[name].widget.attrs["readonly"] = True
+
+    def preview_summary(self) -> str:
+        return describe_request(self.preview) if self.preview else ""
+
+    def vgpu_totals(self) -> dict | None:
+        request = self.preview
+        if request is None or not request.is_vgpu:
+            return None
+        return {
+            "compute_percent": request.gpu_count * request.vgpu_compute_percent,
+            "memory_gib": mib_to_gib(request.gpu_count * request.vgpu_memory_mib),
+        }
+
+    def environment(self) -> dict[str, str] | None:
+        """Every variable the job would get with the current choices."""
+        request = self.preview
+        if request is None:
+            return None
+        ports = tuple(p for p in parse_ports(self.value("ports") or "") if isinstance(p, int))
+        return job_environment(
+            EnvironmentInput(
+                job_id=None,
+                replicas=request.replicas,
+                distributed=self.distributed,
+                kind=request.kind,
+                gpu_count=request.gpu_count,
+                card_memory_mib=request.gpu_model.card_memory_mib if request.gpu_model else None,
+                vgpu_compute_percent=request.vgpu_compute_percent,
+                vgpu_memory_mib=request.vgpu_memory_mib,
+                dataset_count=len(self.value("datasets") or []),
+                pretrained_count=len(self.value("pretrained_models") or []),
+                ports=tuple(sorted(set(ports))),
+            )
+        )
+
+    def feasibility(self) -> Feasibility:
+        """The feasibility check; input errors come back as reasons to fix first."""
+        try:
+            request = job_resources_resolve(user=self.user, data=self.submit_data())
+        except ValidationError as error:
+            return Feasibility(error.message_dict)
+        return request_feasibility(request=request, user=self.user)
+
+    def add_service_errors(self, error: ValidationError) -> None:
+        """Show the submit service's errors next to the fields they name."""
+        for field, messages in error.message_dict.items():
+            name = SERVICE_TO_FORM.get(field, field)
+            for message in messages:
+                self.add_error(name if name in self.fields else None, message)
+
+
+def gpu_model_label(model: GpuModel) -> str:
+    return _("%(name)s — %(memory)s GiB card; %(cores)s cores, %(ram)s GiB per card") % {
+        "name": model.name,
+        "memory": model.card_memory_gib,
+        "cores": model.cpu_cores_per_card,
+        "ram": model.memory_gib_per_card,
+    }
+
+
+def parse_ports(text: str) -> list:
+    """Numbers from "8080, 6006"; anything else is kept for the service to name."""
+    ports: list = []
+    for token in re.split(r"[\s,;]+", text.strip()):
+        if token:
+            ports.append(int(token) if token.isdigit() else token)
+    return ports
+
+
+def _all(project: Project | None, relation: str) -> list:
+    return list(getattr(project, relation).all()) if project is not None else []

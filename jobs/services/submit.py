@@ -1,0 +1,101 @@
+"""Submitting a job: the one validation path behind the form, the API and the CLI."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from billing.rules import job_billing_errors
+from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
+from resources.feasibility import request_feasibility
+
+from .hooks import schedule_soon
+from .job_input import JobInput, job_input_resolve
+from .resources_input import RESOURCE_FIELDS, FieldErrors
+
+
+def job_submit(*, user: AbstractBaseUser, data: dict) -> Job:
+    """Validate ``data`` (the API body's shape), create the job waiting for the scheduler.
+
+    Raises ``ValidationError({field: [message]})``: bad input first; then, for
+    input that is well formed, what the account may not use (billing) and
+    what could never run (no node big enough, more than the whole quota).
+    """
+    job_input = job_input_resolve(user=user, data=data)
+    _admission_errors(user, job_input).raise_if_any()
+    with transaction.atomic():
+        job = _create(user, job_input)
+        schedule_soon()
+    return job
+
+
+def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldErrors:
+    request = job_input.request
+    # In spec mode the user chose none of the resource fields: the spec answers for them.
+    rename = {f: "spec" for f in RESOURCE_FIELDS} if job_input.spec else {}
+    errors = FieldErrors()
+    billing = job_billing_errors(
+        user=user,
+        gpu_model=request.gpu_model,
+        gpu_count=request.gpu_count,
+        replicas=request.replicas,
+        max_runtime_minutes=job_input.max_runtime_minutes,
+    )
+    errors.merge(billing, rename)
+    feasibility = request_feasibility(request=request, user=user)
+    errors.merge(
+        {
+            field: [_("Cannot run: %(why)s") % {"why": m} for m in ms]
+            for field, ms in feasibility.errors.items()
+        },
+        rename,
+    )
+    return errors
+
+
+def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
+    request = job_input.request
+    job = Job(
+        owner=user,
+        project=job_input.project,
+        name=job_input.name,
+        task_mode=job_input.task_mode,
+        replicas=request.replicas,
+        config_mode=job_input.config_mode,
+        spec=job_input.spec,
+        resource_kind=request.kind,
+        gpu_model=request.gpu_model,
+        gpu_count=request.gpu_count,
+        vgpu_compute_percent=request.vgpu_compute_percent,
+        vgpu_memory_mib=request.vgpu_memory_mib,
+        cpu_milli=request.cpu_milli,
+        memory_mib=request.memory_mib,
+        storage_gib=request.storage_gib,
+        command=job_input.command,
+        code_version=job_input.code_version,
+        image=job_input.image,
+        max_runtime_minutes=job_input.max_runtime_minutes,
+        max_retries=job_input.max_retries,
+        priority=job_input.priority,
+        state=Job.State.QUOTA_WAIT,
+        state_reason=_("Queued; waiting for the scheduler"),
+    )
+    job.full_clean()
+    job.save()
+    JobDataset.objects.bulk_create(
+        JobDataset(job=job, dataset=d, position=i)
+        for i, d in enumerate(job_input.datasets, start=1)
+    )
+    JobPretrainedModel.objects.bulk_create(
+        JobPretrainedModel(job=job, pretrained_model=m, position=i)
+        for i, m in enumerate(job_input.pretrained_models, start=1)
+    )
+    JobPort.objects.bulk_create(JobPort(job=job, port=port) for port in job_input.ports)
+    JobEvent.objects.create(
+        job=job,
+        to_state=job.state,
+        reason=_("Submitted by %(user)s; waiting for the scheduler")
+        % {"user": user.get_username()},
+    )
+    return job

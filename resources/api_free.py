@@ -1,0 +1,111 @@
+"""API: the free-resource hint and the feasibility check (``/api/v1/resources/...``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.http import HttpRequest
+from ninja import Field, Router, Schema
+
+from .feasibility import request_feasibility
+from .free import free_panel, free_resources_refresh
+
+router = Router(tags=["resources"])
+
+
+class ResourcesIn(Schema):
+    """One replica's resources; omitted fields take the form's defaults (ratios)."""
+
+    kind: str | None = Field(None, description="cpu, gpu or vgpu")
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    vgpu_compute_percent: int | None = Field(None, description="1–100, per virtual GPU")
+    vgpu_memory_gib: float | None = Field(None, description="Default: compute % × card memory")
+    cpu_cores: float | None = Field(None, description="Default: the model's per-card ratio")
+    memory_gib: float | None = Field(None, description="Default: per-card ratio, or 4 GiB/core")
+    storage_gib: int | None = Field(None, description="Default 10, at least 2")
+    cpu_memory_ratio: int | None = Field(None, description="CPU jobs: GiB per core, 2, 4 or 8")
+
+
+class ResourcePartIn(Schema):
+    """The resource part of a job: task mode, nodes, and parameters or a spec."""
+
+    task_mode: str | None = Field(None, description="single (default) or distributed")
+    replicas: int | None = Field(None, description="Distributed: 2..max nodes (default 2)")
+    config_mode: str | None = Field(None, description="parameter (default) or spec")
+    spec: str | None = None
+    resources: ResourcesIn | None = None
+
+
+class GpuModelFreeOut(Schema):
+    name: str
+    free_cards: int
+    total_cards: int
+    largest_free_on_one_node: int
+    nodes: int
+    aggregated: bool
+    supports_vgpu: bool
+    free_vgpu_compute_percent: int
+
+
+class CpuFreeOut(Schema):
+    nodes: int
+    free_cores: float
+    total_cores: float
+    largest_free_cores_on_one_node: float
+    free_memory_gib: float
+    total_memory_gib: float
+    largest_free_memory_gib_on_one_node: float
+
+
+class QuotaEntryOut(Schema):
+    limit: float | None = Field(..., description="null: no limit")
+    used: float
+    free: float | None
+
+
+class ModelQuotaOut(QuotaEntryOut):
+    model: str
+
+
+class QuotaOut(Schema):
+    cpu_cores: QuotaEntryOut
+    memory_gib: QuotaEntryOut
+    gpu: list[ModelQuotaOut]
+    vgpu_compute_percent: list[ModelQuotaOut]
+
+
+class FreeOut(Schema):
+    as_of: datetime
+    gpu_models: list[GpuModelFreeOut]
+    cpu: CpuFreeOut
+    quota: QuotaOut
+
+
+class FeasibilityOut(Schema):
+    feasible: bool
+    reasons: list[str]
+
+
+@router.get("/resources/free", response=FreeOut)
+def free_resources(request: HttpRequest):
+    """The newest free-resource snapshot (not live) and your own free quota."""
+    return free_panel(user=request.user)
+
+
+@router.post("/resources/free/refresh", response=FreeOut)
+def free_resources_refresh_now(request: HttpRequest):
+    """Recompute the snapshot now, then answer as ``GET /resources/free``."""
+    return free_panel(user=request.user, snapshot=free_resources_refresh())
+
+
+@router.post("/resources/feasibility", response=FeasibilityOut)
+def feasibility(request: HttpRequest, payload: ResourcePartIn):
+    """Could this request ever run: is there a node big enough, is it within your quota?"""
+    from jobs.services.resources_input import job_resources_resolve
+
+    resource_request = job_resources_resolve(
+        user=request.user, data=payload.model_dump(exclude_unset=True)
+    )
+    result = request_feasibility(request=resource_request, user=request.user)
+    return {"feasible": result.feasible, "reasons": result.reasons}

@@ -1,0 +1,161 @@
+"""The free-resource hint: what ready nodes have free, as a snapshot with an "as of" time.
+
+The hint is not live (seed 002): a snapshot is computed by a periodic task or
+a Refresh button, and pages read the newest one. Computing it takes a fixed
+number of queries whatever the number of nodes: the per-node figures are
+grouped in the database and folded per model in Python. The user's own free
+quota is added when the panel is shown, since it differs per user.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, F, Max, Q, Sum, Value
+from django.utils import timezone
+
+from .models import MIB_PER_GIB, MILLI_PER_CORE, FreeResourceSnapshot, GpuCard, GpuModel, Node
+from .quota import quota_limits, quota_usage
+from .vector import CPU, MEMORY
+
+
+def free_resources_compute() -> dict:
+    """Free and total cards per GPU model, and CPU and memory over all ready nodes."""
+    return {"gpu_models": _gpu_models_free(), "cpu": _cpu_free()}
+
+
+def free_resources_refresh() -> FreeResourceSnapshot:
+    """Compute a new snapshot and drop the older ones."""
+    data = free_resources_compute()
+    with transaction.atomic():
+        snapshot = FreeResourceSnapshot.objects.create(as_of=timezone.now(), data=data)
+        FreeResourceSnapshot.objects.filter(as_of__lt=snapshot.as_of).delete()
+    return snapshot
+
+
+def free_resources_latest() -> FreeResourceSnapshot:
+    """The newest snapshot; the first caller on a new site computes one."""
+    snapshot = FreeResourceSnapshot.objects.order_by("-as_of").first()
+    return snapshot or free_resources_refresh()
+
+
+def free_panel(*, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None) -> dict:
+    """What the panel and ``GET /api/v1/resources/free`` show to ``user``."""
+    snapshot = snapshot or free_resources_latest()
+    return {"as_of": snapshot.as_of, **snapshot.data, "quota": quota_free(user=user)}
+
+
+def _per_node_cards() -> list[dict]:
+    """One row per ready node with cards: its model, total and wholly free cards."""
+    free_card = Q(compute_allocated_percent=0, memory_allocated_mib=0)
+    return list(
+        GpuCard.objects.filter(node__state=Node.State.READY)
+        .values("node_id", "node__gpu_model_id")
+        .annotate(
+            total=Count("pk"),
+            free=Count("pk", filter=free_card),
+            free_compute=Sum(Value(100) - F("compute_allocated_percent")),
+        )
+        .order_by()
+    )
+
+
+def _gpu_models_free() -> list[dict]:
+    by_model: dict[int, dict] = defaultdict(
+        lambda: {"total": 0, "free": 0, "largest": 0, "nodes": 0, "free_compute": 0}
+    )
+    for row in _per_node_cards():
+        figures = by_model[row["node__gpu_model_id"]]
+        figures["total"] += row["total"]
+        figures["free"] += row["free"]
+        figures["largest"] = max(figures["largest"], row["free"])
+        figures["nodes"] += 1
+        figures["free_compute"] += row["free_compute"] or 0
+    models = GpuModel.objects.prefetch_related("members").order_by("name")
+    return [_model_entry(model, by_model) for model in models]
+
+
+def _model_entry(model: GpuModel, by_model: dict[int, dict]) -> dict:
+    # An aggregated model adds up its members; it has no nodes of its own.
+    ids = [m.pk for m in model.members.all()] if model.is_aggregated else [model.pk]
+    parts = [by_model[pk] for pk in ids if pk in by_model]
+    return {
+        "name": model.name,
+        "free_cards": sum(p["free"] for p in parts),
+        "total_cards": sum(p["total"] for p in parts),
+        "largest_free_on_one_node": max((p["largest"] for p in parts), default=0),
+        "nodes": sum(p["nodes"] for p in parts),
+        "aggregated": model.is_aggregated,
+        "supports_vgpu": model.supports_vgpu,
+        "free_vgpu_compute_percent": sum(p["free_compute"] for p in parts),
+    }
+
+
+def _cpu_free() -> dict:
+    totals = Node.objects.filter(state=Node.State.READY).aggregate(
+        nodes=Count("pk"),
+        cpu_total=Sum("cpu_milli"),
+        cpu_free=Sum(F("cpu_milli") - F("cpu_allocated_milli")),
+        cpu_largest=Max(F("cpu_milli") - F("cpu_allocated_milli")),
+        memory_total=Sum("memory_mib"),
+        memory_free=Sum(F("memory_mib") - F("memory_allocated_mib")),
+        memory_largest=Max(F("memory_mib") - F("memory_allocated_mib")),
+    )
+    return {
+        "nodes": totals["nodes"],
+        "free_cores": _cores(totals["cpu_free"]),
+        "total_cores": _cores(totals["cpu_total"]),
+        "largest_free_cores_on_one_node": _cores(totals["cpu_largest"]),
+        "free_memory_gib": _gib(totals["memory_free"]),
+        "total_memory_gib": _gib(totals["memory_total"]),
+        "largest_free_memory_gib_on_one_node": _gib(totals["memory_largest"]),
+    }
+
+
+def _cores(milli: int | None) -> float:
+    return round((milli or 0) / MILLI_PER_CORE, 3)
+
+
+def _gib(mib: int | None) -> float:
+    return round((mib or 0) / MIB_PER_GIB, 3)
+
+
+def quota_free(*, user: AbstractBaseUser) -> dict:
+    """Limit, use and free amount of each quota the user has; ``None`` means unlimited."""
+    limits = quota_limits(user=user)
+    used = quota_usage(user=user)
+
+    def entry(key: str, scale=lambda v: v) -> dict:
+        limit = limits.get(key)
+        free = None if limit is None else max(limit - used[key], 0)
+        return {
+            "limit": None if limit is None else scale(limit),
+            "used": scale(used[key]),
+            "free": None if free is None else scale(free),
+        }
+
+    per_model: dict[str, list[dict]] = {"gpu": [], "vgpu_compute_percent": []}
+    for key in sorted(set(limits) | set(used)):
+        kind, _sep, model = key.partition(":")
+        if kind in per_model:
+            per_model[kind].append({"model": model, **entry(key)})
+    return {"cpu_cores": entry(CPU, _cores), "memory_gib": entry(MEMORY, _gib), **per_model}
+
+
+def free_panel_for_page(
+    *, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None
+) -> dict:
+    """``free_panel`` plus its GPU rows with the user's own free quota of each model."""
+    panel = free_panel(user=user, snapshot=snapshot)
+    return {**panel, "rows": _rows_with_quota(panel)}
+
+
+def _rows_with_quota(panel: dict) -> list[dict]:
+    quotas = {q["model"]: q for q in panel["quota"]["gpu"]}
+    vgpu_quotas = {q["model"]: q for q in panel["quota"]["vgpu_compute_percent"]}
+    return [
+        {**row, "quota": quotas.get(row["name"]), "vgpu_quota": vgpu_quotas.get(row["name"])}
+        for row in panel["gpu_models"]
+    ]
