@@ -106,6 +106,18 @@ class NodeAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         node_sync_cards(node=obj)
 
+    def change_view(self, request: HttpRequest, object_id: str, form_url="", extra_context=None):
+        node = self.get_object(request, object_id)
+        if node is not None and node.sandboxed is False:
+            messages.warning(
+                request,
+                _(
+                    "bubblewrap (bwrap) is not installed on this node: its replicas run as plain "
+                    "processes, without the sandbox that hides the platform's files from them."
+                ),
+            )
+        return super().change_view(request, object_id, form_url, extra_context)
+
 
 @admin.register(Spec)
 class SpecAdmin(admin.ModelAdmin):

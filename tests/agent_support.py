@@ -152,13 +152,17 @@ def place(job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None) 
             for i, node in enumerate(nodes)
         ]
         next_port = _free_host_port()
+        # What was given, for assertions after the job ended (its ports are released then).
+        job.placed_ports = {}
         for replica in replicas:
             for job_port in job.ports.values_list("port", flat=True):
-                PortAllocation.objects.create(
-                    replica=replica, job_port=job_port, host_port=next(next_port)
-                )
+                job.placed_ports[replica.index, job_port] = next(next_port)
         if job.replicas > 1:
-            PortAllocation.objects.create(replica=replicas[0], host_port=next(next_port))
+            job.placed_ports[0, None] = next(next_port)
+        PortAllocation.objects.bulk_create(
+            PortAllocation(replica=replicas[index], job_port=job_port, host_port=host_port)
+            for (index, job_port), host_port in job.placed_ports.items()
+        )
         job_transition(job=job, to_state=Job.State.STARTING, reason="placed", attempt=1)
         job_id = job.pk
         transaction.on_commit(lambda: job_launch(job_id))
