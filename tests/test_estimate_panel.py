@@ -36,7 +36,8 @@ def paid(user):
 
 
 def test_duration_text_reads_like_the_issue():
-    assert duration_text(20) == "under a minute"
+    assert duration_text(20.4) == "20 s"
+    assert duration_text(59.7) == "1 min"
     assert duration_text(400) == "7 min"
     assert duration_text(3600) == "1 h"
     assert duration_text(4830) == "1 h 20 min"

@@ -1,4 +1,4 @@
-"""How estimated durations read: "7 min", "1 h 20 min", "under a minute"."""
+"""How durations read: "45 s", "7 min", "1 h 20 min"."""
 
 from django.utils.translation import gettext as _
 
@@ -7,9 +7,9 @@ MINUTES_PER_HOUR = 60
 
 
 def duration_text(seconds: float) -> str:
+    if seconds < SECONDS_PER_MINUTE - 0.5:
+        return _("%(seconds)s s") % {"seconds": round(seconds)}
     minutes = round(seconds / SECONDS_PER_MINUTE)
-    if minutes < 1:
-        return _("under a minute")
     if minutes < MINUTES_PER_HOUR:
         return _("%(minutes)s min") % {"minutes": minutes}
     hours, minutes = divmod(minutes, MINUTES_PER_HOUR)

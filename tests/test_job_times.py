@@ -1,0 +1,93 @@
+"""The job page's time panel: both phases of each attempt, the estimate, the likely finish."""
+
+from datetime import timedelta
+
+import pytest
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from jobs.estimates.job_times import job_times
+from jobs.models import Job, JobDataset, Replica, ReplicaAttempt
+from tests.estimates_support import finished_run, seed_models_and_templates
+from tests.factories import DatasetFactory, JobFactory, NodeFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def resnet_job(models, templates, **fields) -> Job:
+    job = JobFactory(template=templates["ResNet50"], gpu_model=models["V100"], **fields)
+    dataset = DatasetFactory(project=job.project, size_samples=6000)
+    JobDataset.objects.create(job=job, dataset=dataset, position=1)
+    return job
+
+
+def test_finished_job_shows_both_phases_of_each_attempt(django_assert_max_num_queries):
+    models, templates = seed_models_and_templates()
+    job = finished_run(
+        template=templates["ResNet50"],
+        gpu_model=models["V100"],
+        training_seconds=600,
+        augmentation_seconds=1200,
+    )
+    with django_assert_max_num_queries(2):
+        times = job_times(job=job)
+    (row,) = times.attempts
+    assert (row.augmentation_seconds, row.training_seconds) == (1200, 600)
+    assert times.estimate is None and times.likely_finish is None
+    html = render_to_string("jobs/_job_times.html", {"job": job, "times": times})
+    assert "Augmentation search" in html and "20 min" in html and "10 min" in html
+
+
+def test_running_job_likely_finishes_at_its_start_plus_the_estimate():
+    models, templates = seed_models_and_templates()
+    job = resnet_job(models, templates, state=Job.State.RUNNING, attempt=1)
+    started = timezone.now() - timedelta(minutes=2)
+    node = NodeFactory(gpu_model=models["V100"])
+    replica = Replica.objects.create(job=job, index=0, node=node)
+    ReplicaAttempt.objects.create(
+        replica=replica,
+        number=1,
+        node=node,
+        state="running",
+        started_at=started,
+        training_started_at=started,
+    )
+    times = job_times(job=job)
+    assert times.estimate.seconds == pytest.approx(400)
+    assert times.likely_finish == started + timedelta(seconds=times.estimate.seconds)
+    assert times.attempts[0].training_seconds == pytest.approx(120, abs=5)
+    assert times.attempts[0].augmentation_seconds is None
+
+
+def test_attempt_still_searching_has_no_training_time_yet():
+    models, templates = seed_models_and_templates()
+    job = resnet_job(
+        models, templates, state=Job.State.RUNNING, attempt=1, augmentation_command="search"
+    )
+    node = NodeFactory(gpu_model=models["V100"])
+    replica = Replica.objects.create(job=job, index=0, node=node)
+    ReplicaAttempt.objects.create(
+        replica=replica,
+        number=1,
+        node=node,
+        state="running",
+        phase="augmentation",
+        started_at=timezone.now() - timedelta(seconds=90),
+    )
+    (row,) = job_times(job=job).attempts
+    assert row.searching
+    assert row.training_seconds is None
+    assert row.augmentation_seconds == pytest.approx(90, abs=5)
+
+
+def test_waiting_job_shows_likely_start_beside_the_upper_bound():
+    models, templates = seed_models_and_templates()
+    bound = timezone.now() + timedelta(hours=2)
+    job = resnet_job(models, templates, state=Job.State.RESOURCE_WAIT, estimated_start=bound)
+    likely = timezone.now() + timedelta(minutes=20)
+    times = job_times(job=job, likely_start=likely)
+    assert times.likely_finish == likely + timedelta(seconds=400)
+    html = render_to_string("jobs/_job_times.html", {"job": job, "times": times})
+    assert "Likely start" in html and "at the latest" in html
+    without = job_times(job=job)
+    assert without.likely_finish == bound + timedelta(seconds=400)
