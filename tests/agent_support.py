@@ -38,9 +38,11 @@ WAIT_SECONDS = 60
 class Agent:
     """One agent worker serving ``nodes``; ``kill9()`` and ``start()`` for restart tests."""
 
-    def __init__(self, tmp_path: Path, nodes: list[Node]) -> None:
+    def __init__(self, tmp_path: Path, nodes: list[Node], *, beat: bool = True) -> None:
         self.tmp_path = tmp_path
         self.nodes = nodes
+        self.beat = beat  # beat sends every node its poll and checks heartbeats
+        self.name = uuid.uuid4().hex[:6]
         self.node_root = Path(settings.TRAINYARD_NODE_ROOT)
         self.data_root = Path(settings.TRAINYARD_DATA_ROOT)
         self.process: subprocess.Popen | None = None
@@ -49,11 +51,11 @@ class Agent:
 
     @property
     def log_path(self) -> Path:
-        return self.tmp_path / f"agent-{self.starts}.log"
+        return self.tmp_path / f"agent-{self.name}-{self.starts}.log"
 
     def start(self) -> None:
         self.starts += 1
-        queues = ",".join(["celery", *(f"node.{n.name}" for n in self.nodes)])
+        queues = ",".join(["celery"] * self.beat + [f"node.{n.name}" for n in self.nodes])
         env = {
             **os.environ,
             "DATABASE_URL": database_url_for_subprocess(),
@@ -63,10 +65,11 @@ class Agent:
             "TRAINYARD_AGENT_POLL_SECONDS": str(POLL_SECONDS),
             **self.extra_env,
         }
-        argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-B"]
-        argv += ["--schedule", str(self.tmp_path / f"beat-{self.starts}"), "-Q", queues]
+        argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-Q", queues]
+        if self.beat:
+            argv += ["-B", "--schedule", str(self.tmp_path / f"beat-{self.name}-{self.starts}")]
         argv += ["--concurrency", "3", "--loglevel", "INFO", "--without-gossip"]
-        argv += ["--without-mingle", "--hostname", f"agent{self.starts}-{uuid.uuid4().hex[:6]}@%h"]
+        argv += ["--without-mingle", "--hostname", f"agent-{self.name}-{self.starts}@%h"]
         log = self.log_path.open("w")
         self.process = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -215,8 +218,8 @@ def agent_env(transactional_db, tmp_path, settings):
     )
     agents: list[Agent] = []
 
-    def start(nodes: list[Node], env: dict[str, str] | None = None) -> Agent:
-        agent = Agent(tmp_path, nodes)
+    def start(nodes: list[Node], env: dict[str, str] | None = None, beat: bool = True) -> Agent:
+        agent = Agent(tmp_path, nodes, beat=beat)
         agent.extra_env = env or {}
         agents.append(agent)
         agent.start()

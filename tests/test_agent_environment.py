@@ -72,7 +72,7 @@ def test_replica_gets_trainyard_variables_cards_ports_and_data(agent_env):
         "TRAINYARD_PORT_8080": str(host_port),
     }
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
-    assert 29 * 60 <= (attempt.deadline - attempt.started_at).total_seconds() <= 30 * 60
+    assert 30 * 60 - 1 <= (attempt.deadline - attempt.started_at).total_seconds() <= 30 * 60 + 1
     assert not {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"} & set(env)
     assert "MASTER_ADDR" not in env
     assert (output / "read.txt").read_text().split() == ["cats", "dogs", "resnet", "code"]

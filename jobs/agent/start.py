@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -95,8 +95,7 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         _fail_before_start(folder, attempt, missing)
         return False
     bwrap = sandbox.bwrap_path()
-    now = timezone.now()
-    deadline = now + timedelta(minutes=job.max_runtime_minutes) if job.max_runtime_minutes else None
+    deadline = _deadline(job)
     if job.augmentation_command.strip():
         deadline = None  # the max run time counts from training's start (attempt_phase_started)
     env = _environment(attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid, deadline=deadline)
@@ -133,6 +132,14 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
             check=True,
         )
     return True
+
+
+def _deadline(job: Job) -> datetime | None:
+    """Now plus the max run time, up to the whole second that ``TRAINYARD_DEADLINE`` shows."""
+    if not job.max_runtime_minutes:
+        return None
+    deadline = timezone.now() + timedelta(minutes=job.max_runtime_minutes)
+    return deadline.replace(microsecond=0) + timedelta(seconds=1 if deadline.microsecond else 0)
 
 
 def attempt_phases(job: Job) -> list[tuple[str, str]]:
