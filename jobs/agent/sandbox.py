@@ -82,6 +82,7 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
+    argv += _passable_parents(mounts.read_only_extra)
     for path in mounts.read_only_extra:
         argv += ["--ro-bind", path, path]
     argv += ["--dev", "/dev", "--proc", "/proc"]
@@ -102,6 +103,18 @@ def bwrap_argv(
     argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/trainyard"]
     argv += ["--ro-bind", str(command_file), SANDBOX_COMMAND_PATH, "--chdir", "/"]
     return argv + drop_privileges(uid) + bash_argv(SANDBOX_COMMAND_PATH)
+
+
+def _passable_parents(paths: list[str]) -> list[str]:
+    """Create the parents of extra binds as 0755: bwrap's own are 0700, closed to the job's uid."""
+    argv: list[str] = []
+    seen: set[str] = set()
+    for path in paths:
+        for parent in reversed(Path(path).parents[:-1]):
+            if str(parent) not in seen:
+                seen.add(str(parent))
+                argv += ["--perms", "0755", "--dir", str(parent)]
+    return argv
 
 
 def plain_argv(*, command_file: Path, uid: int | None) -> list[str]:
