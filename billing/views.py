@@ -1,13 +1,67 @@
+"""The user's billing page ("My billing") and its CSV; staff pages live in ``staff_views``."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
+from .charts import daily_charts
+from .exports import statement_csv
+from .months import Month
+from .selectors import Statement, statement_for
 from .services import account_for_user
 
 
+def month_from(request: HttpRequest) -> tuple[Month, str]:
+    """The month asked for, or this month and the reason the one asked for was refused."""
+    try:
+        return Month.parse(request.GET.get("month")), ""
+    except ValidationError as error:
+        return Month.current(), error.message_dict["month"][0]
+
+
+def statement_context(statement: Statement, month_error: str = "") -> dict:
+    month = statement.month
+    return {
+        "statement": statement,
+        "charts": daily_charts(month=month, daily=statement.daily),
+        "month": month,
+        "previous_month": month.previous(),
+        "next_month": month.next() if month < Month.current() else None,
+        "month_error": month_error,
+        "currency": settings.TRAINYARD_CURRENCY,
+    }
+
+
+def render_statement_page(
+    request: HttpRequest, template: str, context: dict, *, status: int = 200
+) -> HttpResponse:
+    """The whole page, or only its statement panel for an htmx month change."""
+    if request.htmx and not request.htmx.boosted:
+        template += "#statement"
+    return render(request, template, context, status=status)
+
+
+@require_GET
 def my_billing(request: HttpRequest) -> HttpResponse:
+    month, error = month_from(request)
     account = account_for_user(user=request.user)
-    return render(
+    statement = statement_for(account=account, month=month)
+    return render_statement_page(
         request,
         "billing/my_billing.html",
-        {"account": account, "grants": account.grants.select_related("gpu_model")},
+        statement_context(statement, error),
+        status=400 if error else 200,
     )
+
+
+@require_GET
+def my_billing_csv(request: HttpRequest) -> HttpResponse:
+    month, error = month_from(request)
+    if error:
+        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
+    account = account_for_user(user=request.user)
+    return statement_csv(statement_for(account=account, month=month))

@@ -94,6 +94,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "django.template.context_processors.tz",
+                "billing.context_processors.free_hours_banner",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

@@ -1,0 +1,260 @@
+"""Reads of the usage ledger: a statement for one account and month, the admin overview.
+
+Every sum is taken in SQL over the month's rows (``period_start`` in the month;
+a period never straddles a month boundary); Python only joins the few result
+rows with names. See ``bench/billing.py`` for the figures on a million rows.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db.models import QuerySet, Sum
+from django.db.models.functions import TruncDate
+
+from jobs.models import Job
+from resources.models import GpuModel
+
+from .models import Account, FreeGrant, Price, UsageRecord, hours
+from .months import Month, site_zone
+
+ZERO = Decimal(0)
+SUMS = {
+    "unit_seconds": Sum("unit_seconds"),
+    "free_unit_seconds": Sum("free_unit_seconds"),
+    "billable_unit_seconds": Sum("billable_unit_seconds"),
+    "amount": Sum("amount"),
+}
+QUANTUM = {
+    "unit_seconds": Decimal("0.001"),
+    "free_unit_seconds": Decimal("0.001"),
+    "billable_unit_seconds": Decimal("0.001"),
+    "amount": Decimal("0.000001"),
+}
+
+
+@dataclass(frozen=True)
+class UsageSums:
+    unit_seconds: Decimal = Decimal("0.000")
+    free_unit_seconds: Decimal = Decimal("0.000")
+    billable_unit_seconds: Decimal = Decimal("0.000")
+    amount: Decimal = Decimal("0.000000")
+
+    @classmethod
+    def of(cls, row: dict) -> UsageSums:
+        """From a row of SQL sums, in the ledger's scales (SQLite sums come back as floats)."""
+        return cls(
+            **{
+                name: Decimal(row[name] or 0).quantize(QUANTUM[name], ROUND_HALF_UP)
+                for name in SUMS
+            }
+        )
+
+    def __add__(self, other: UsageSums) -> UsageSums:
+        return UsageSums(**{name: getattr(self, name) + getattr(other, name) for name in SUMS})
+
+    @property
+    def hours(self) -> Decimal:
+        return hours(self.unit_seconds)
+
+    @property
+    def free_hours(self) -> Decimal:
+        return hours(self.free_unit_seconds)
+
+    @property
+    def billable_hours(self) -> Decimal:
+        return hours(self.billable_unit_seconds)
+
+    @property
+    def unbilled_hours(self) -> Decimal:
+        return hours(self.unit_seconds - self.free_unit_seconds - self.billable_unit_seconds)
+
+
+@dataclass(frozen=True)
+class StatementLine:
+    job_id: int
+    job_name: str
+    gpu_model: str | None
+    unit: str
+    unit_price: Decimal
+    sums: UsageSums
+
+
+@dataclass(frozen=True)
+class ModelTotal:
+    gpu_model: str | None
+    unit: str
+    sums: UsageSums
+
+
+@dataclass(frozen=True)
+class DailyUsage:
+    day: date
+    gpu_model: str | None
+    unit: str
+    hours: Decimal
+
+
+@dataclass(frozen=True)
+class Statement:
+    account: Account
+    month: Month
+    lines: list[StatementLine]
+    grants: list[FreeGrant]
+    daily: list[DailyUsage]
+
+    @property
+    def by_model(self) -> list[ModelTotal]:
+        return totals_by_model((line.gpu_model, line.unit, line.sums) for line in self.lines)
+
+    @property
+    def total(self) -> UsageSums:
+        return sum((line.sums for line in self.lines), UsageSums())
+
+    @property
+    def total_billable_card_hours(self) -> Decimal:
+        card = [line.sums for line in self.lines if line.unit == Price.Unit.CARD_HOUR]
+        return sum(card, UsageSums()).billable_hours
+
+
+def month_usage(month: Month) -> QuerySet[UsageRecord]:
+    return UsageRecord.objects.filter(period_start__gte=month.start, period_start__lt=month.end)
+
+
+def model_names() -> dict[int, str]:
+    return dict(GpuModel.objects.values_list("pk", "name"))
+
+
+def totals_by_model(items) -> list[ModelTotal]:
+    by_key: dict[tuple[str | None, str], UsageSums] = defaultdict(UsageSums)
+    for gpu_model, unit, sums in items:
+        by_key[(gpu_model, unit)] += sums
+    return [
+        ModelTotal(gpu_model=model, unit=unit, sums=sums)
+        for (model, unit), sums in sorted(by_key.items(), key=lambda kv: (kv[0][1], kv[0][0] or ""))
+    ]
+
+
+def statement_for(*, account: Account, month: Month) -> Statement:
+    """The account's month: lines by job, model and price, its grants, and its days."""
+    usage = month_usage(month).filter(account=account)
+    rows = list(
+        usage.values("job_id", "gpu_model_id", "unit", "unit_price")
+        .annotate(**SUMS)
+        .order_by("job_id", "gpu_model_id", "unit", "unit_price")
+    )
+    names = model_names()
+    job_names = dict(
+        Job.objects.filter(pk__in={row["job_id"] for row in rows}).values_list("pk", "name")
+    )
+    lines = [
+        StatementLine(
+            job_id=row["job_id"],
+            job_name=job_names.get(row["job_id"], ""),
+            gpu_model=names.get(row["gpu_model_id"]),
+            unit=row["unit"],
+            unit_price=row["unit_price"],
+            sums=UsageSums.of(row),
+        )
+        for row in rows
+    ]
+    daily = [
+        DailyUsage(
+            day=row["day"],
+            gpu_model=names.get(row["gpu_model_id"]),
+            unit=row["unit"],
+            hours=hours(row["unit_seconds"]),
+        )
+        for row in usage.annotate(day=TruncDate("period_start", tzinfo=site_zone()))
+        .values("day", "gpu_model_id", "unit")
+        .annotate(unit_seconds=Sum("unit_seconds"))
+        .order_by("day", "gpu_model_id", "unit")
+    ]
+    grants = list(account.grants.select_related("gpu_model").order_by("gpu_model__name"))
+    return Statement(account=account, month=month, lines=lines, grants=grants, daily=daily)
+
+
+@dataclass
+class AccountRow:
+    account_id: int
+    username: str
+    billing_enabled: bool
+    sums: UsageSums = field(default_factory=UsageSums)
+    card_seconds: Decimal = ZERO
+    core_seconds: Decimal = ZERO
+
+    @property
+    def card_hours(self) -> Decimal:
+        return hours(self.card_seconds)
+
+    @property
+    def core_hours(self) -> Decimal:
+        return hours(self.core_seconds)
+
+
+SORTS = {
+    "user": lambda row: row.username.lower(),
+    "billing": lambda row: row.billing_enabled,
+    "card_hours": lambda row: row.card_seconds,
+    "core_hours": lambda row: row.core_seconds,
+    "free_hours": lambda row: row.sums.free_unit_seconds,
+    "billable_hours": lambda row: row.sums.billable_unit_seconds,
+    "amount": lambda row: row.sums.amount,
+}
+DEFAULT_SORT = "-amount"
+TOP_USERS = 5
+
+
+@dataclass(frozen=True)
+class Overview:
+    month: Month
+    rows: list[AccountRow]
+    by_model: list[ModelTotal]
+    top: list[AccountRow]
+
+    @property
+    def total(self) -> UsageSums:
+        return sum((row.sums for row in self.rows), UsageSums())
+
+
+def overview_for(
+    *, month: Month, search: str = "", billing: bool | None = None, sort: str = DEFAULT_SORT
+) -> Overview:
+    """Every account's month (those without usage too), filtered and sorted; totals by model."""
+    accounts = Account.objects.order_by("pk")
+    rows = {
+        pk: AccountRow(account_id=pk, username=username, billing_enabled=enabled)
+        for pk, username, enabled in accounts.values_list("pk", "user__username", "billing_enabled")
+    }
+    names = model_names()
+    usage = list(
+        month_usage(month).values("account_id", "gpu_model_id", "unit").annotate(**SUMS).order_by()
+    )
+    for item in usage:
+        row, sums = rows[item["account_id"]], UsageSums.of(item)
+        row.sums += sums
+        if item["unit"] == Price.Unit.CARD_HOUR:
+            row.card_seconds += sums.unit_seconds
+        else:
+            row.core_seconds += sums.unit_seconds
+    everyone = list(rows.values())
+    top = sorted(
+        (row for row in everyone if row.sums.unit_seconds),
+        key=lambda row: (row.sums.amount, row.sums.unit_seconds),
+        reverse=True,
+    )[:TOP_USERS]
+    shown = [
+        row
+        for row in everyone
+        if search.lower() in row.username.lower()
+        and (billing is None or row.billing_enabled == billing)
+    ]
+    key = sort.removeprefix("-")
+    shown.sort(key=SORTS.get(key, SORTS["amount"]), reverse=sort.startswith("-"))
+    by_model = totals_by_model(
+        (names.get(item["gpu_model_id"]), item["unit"], UsageSums.of(item)) for item in usage
+    )
+    return Overview(month=month, rows=shown, by_model=by_model, top=top)

@@ -1,0 +1,144 @@
+"""Staff pages: the billing overview of every account, and one account's statement."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_POST
+
+from .exports import overview_csv, statement_csv
+from .models import Account
+from .selectors import DEFAULT_SORT, SORTS, overview_for, statement_for
+from .services import account_enable_billing
+from .views import month_from, render_statement_page, statement_context
+
+ACCOUNTS_PER_PAGE = 50
+BILLING_FILTERS = {"yes": True, "no": False}
+COLUMNS = [
+    ("user", gettext_lazy("User")),
+    ("billing", gettext_lazy("Billing")),
+    ("card_hours", gettext_lazy("Card-hours")),
+    ("core_hours", gettext_lazy("Core-hours")),
+    ("free_hours", gettext_lazy("Free hours")),
+    ("billable_hours", gettext_lazy("Billable hours")),
+    ("amount", gettext_lazy("Amount")),
+]
+
+
+def staff_only(view):
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _overview_of(request: HttpRequest):
+    month, error = month_from(request)
+    sort = request.GET.get("sort", DEFAULT_SORT)
+    if sort.removeprefix("-") not in SORTS:
+        sort = DEFAULT_SORT
+    search = request.GET.get("q", "").strip()[:150]
+    billing = BILLING_FILTERS.get(request.GET.get("billing", ""))
+    overview = overview_for(month=month, search=search, billing=billing, sort=sort)
+    return overview, error, {"sort": sort, "q": search, "billing": request.GET.get("billing", "")}
+
+
+@require_GET
+@staff_only
+def overview(request: HttpRequest) -> HttpResponse:
+    overview, error, filters = _overview_of(request)
+    page = Paginator(overview.rows, ACCOUNTS_PER_PAGE).get_page(request.GET.get("page"))
+    month = overview.month
+    return render(
+        request,
+        "billing/overview.html",
+        {
+            "overview": overview,
+            "page": page,
+            "month": month,
+            "previous_month": month.previous(),
+            "next_month": month.next(),
+            "month_error": error,
+            "filters": filters,
+            "columns": _sort_headers(filters, month),
+            "query": urlencode({"month": month, **filters}),
+            "currency": settings.TRAINYARD_CURRENCY,
+        },
+        status=400 if error else 200,
+    )
+
+
+def _sort_headers(filters: dict, month) -> list[dict]:
+    """Each column's label, the link that sorts by it, and its ``aria-sort``."""
+    current = filters["sort"]
+    headers = []
+    for key, label in COLUMNS:
+        ascending_first = key == "user"
+        if current.removeprefix("-") == key:
+            next_sort = key if current.startswith("-") else f"-{key}"
+            aria = "descending" if current.startswith("-") else "ascending"
+        else:
+            next_sort, aria = (key if ascending_first else f"-{key}"), "none"
+        query = urlencode({**filters, "month": month, "sort": next_sort})
+        headers.append({"label": label, "query": query, "aria_sort": aria})
+    return headers
+
+
+@require_GET
+@staff_only
+def overview_export(request: HttpRequest) -> HttpResponse:
+    overview, error, _filters = _overview_of(request)
+    if error:
+        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
+    return overview_csv(overview)
+
+
+@require_GET
+@staff_only
+def account_statement(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = get_object_or_404(
+        Account.objects.select_related("user", "billing_enabled_by"), pk=account_id
+    )
+    month, error = month_from(request)
+    statement = statement_for(account=account, month=month)
+    context = statement_context(statement, error) | {
+        "account": account,
+        "events": account.events.select_related("actor")[:20],
+    }
+    return render_statement_page(
+        request, "billing/account.html", context, status=400 if error else 200
+    )
+
+
+@require_GET
+@staff_only
+def account_statement_export(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    month, error = month_from(request)
+    if error:
+        return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
+    return statement_csv(statement_for(account=account, month=month))
+
+
+@require_POST
+@staff_only
+def account_billing_enable(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = get_object_or_404(Account, pk=account_id)
+    account_enable_billing(account=account, actor=request.user)
+    messages.success(
+        request, _("Billing enabled for %(user)s.") % {"user": account.user.get_username()}
+    )
+    return redirect(reverse("billing:account", args=[account.pk]))
