@@ -11,7 +11,7 @@ PORT ?= 8000
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev]"
+	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,torch]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -38,10 +38,13 @@ WAIT_SECONDS = 60
 class Agent:
     """One agent worker serving ``nodes``; ``kill9()`` and ``start()`` for restart tests."""
 
-    def __init__(self, tmp_path: Path, nodes: list[Node], *, beat: bool = True) -> None:
+    def __init__(
+        self, tmp_path: Path, nodes: list[Node], *, beat: bool = True, command: bool = False
+    ) -> None:
         self.tmp_path = tmp_path
         self.nodes = nodes
         self.beat = beat  # beat sends every node its poll and checks heartbeats
+        self.command = command  # start it as `manage.py run_agent` (no central queue, no beat)
         self.name = uuid.uuid4().hex[:6]
         self.node_root = Path(settings.TRAINYARD_NODE_ROOT)
         self.data_root = Path(settings.TRAINYARD_DATA_ROOT)
@@ -65,11 +68,15 @@ class Agent:
             "TRAINYARD_AGENT_POLL_SECONDS": str(POLL_SECONDS),
             **self.extra_env,
         }
-        argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-Q", queues]
-        if self.beat:
-            argv += ["-B", "--schedule", str(self.tmp_path / f"beat-{self.name}-{self.starts}")]
-        argv += ["--concurrency", "3", "--loglevel", "INFO", "--without-gossip"]
-        argv += ["--without-mingle", "--hostname", f"agent-{self.name}-{self.starts}@%h"]
+        if self.command:
+            argv = [sys.executable, "manage.py", "run_agent", "--concurrency", "3"]
+            argv += [arg for node in self.nodes for arg in ("--node", node.name)]
+        else:
+            argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-Q", queues]
+            if self.beat:
+                argv += ["-B", "--schedule", str(self.tmp_path / f"beat-{self.name}-{self.starts}")]
+            argv += ["--concurrency", "3", "--loglevel", "INFO", "--without-gossip"]
+            argv += ["--without-mingle", "--hostname", f"agent-{self.name}-{self.starts}@%h"]
         log = self.log_path.open("w")
         self.process = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -218,8 +225,8 @@ def agent_env(transactional_db, tmp_path, settings):
     )
     agents: list[Agent] = []
 
-    def start(nodes: list[Node], env: dict[str, str] | None = None, beat: bool = True) -> Agent:
-        agent = Agent(tmp_path, nodes, beat=beat)
+    def start(nodes: list[Node], env: dict[str, str] | None = None, **options) -> Agent:
+        agent = Agent(tmp_path, nodes, **options)
         agent.extra_env = env or {}
         agents.append(agent)
         agent.start()
