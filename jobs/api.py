@@ -1,6 +1,7 @@
 from django.http import HttpRequest
 from ninja import Router, Schema
 
+from .execution.runtime import job_log_tail
 from .selectors import projects_for_user
 
 router = Router(tags=["jobs"])
@@ -33,3 +34,23 @@ def list_projects(request: HttpRequest):
         )
         for p in projects
     ]
+
+
+class LogOut(Schema):
+    job: int
+    replica: int
+    attempt: int
+    node: str
+    state: str
+    size_bytes: int
+    lines: list[str]
+
+
+@router.get("/jobs/{job_id}/logs", response=LogOut)
+def job_logs(
+    request: HttpRequest, job_id: int, replica: int = 0, attempt: int | None = None, tail: int = 200
+):
+    """The last ``tail`` lines of a replica's log: its latest attempt, or ``attempt``."""
+    return job_log_tail(
+        user=request.user, job_id=job_id, replica=replica, number=attempt, tail=tail
+    )

@@ -1,12 +1,25 @@
 from django.urls import path
 
-from . import detail_views, form_views, views
+from . import detail_views, form_views, runtime_views, views
+from .estimates import views as estimate_views
 
 app_name = "jobs"
 urlpatterns = [
     path("", views.job_list, name="list"),
     path("new/", form_views.job_new, name="new"),
+    path("new/estimate/", estimate_views.estimate_panel_view, name="estimate"),
     path("<int:pk>/", detail_views.job_detail, name="detail"),
     path("<int:pk>/stop/", detail_views.job_stop_view, name="stop"),
     path("<int:pk>/ports/", detail_views.job_ports_view, name="ports"),
+    path("<int:pk>/runtime/", runtime_views.job_runtime_panel, name="runtime"),
+    path(
+        "<int:pk>/logs/<int:attempt_id>/download/",
+        runtime_views.job_log_download,
+        name="log_download",
+    ),
+    path(
+        "<int:pk>/outputs/<int:replica>/<str:node>/<path:path>",
+        runtime_views.job_output_download,
+        name="output_download",
+    ),
 ]

@@ -1,0 +1,102 @@
+"""Reads for a job's page and API: its attempts, their logs and what the replicas wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.http import Http404
+from django.utils.translation import gettext as _
+
+from jobs.models import Job, ReplicaAttempt
+from jobs.selectors import jobs_for_user
+
+from .files import OutputFile, attempt_log_path, log_tail, output_files, replica_output_dir
+
+MAX_TAIL_LINES = 10_000
+DEFAULT_TAIL_LINES = 200
+
+
+def job_attempts(job: Job) -> list[ReplicaAttempt]:
+    return list(
+        ReplicaAttempt.objects.filter(replica__job=job)
+        .select_related("replica", "node")
+        .order_by("replica__index", "number")
+    )
+
+
+def pick_attempt(
+    attempts: list[ReplicaAttempt], *, replica: int, number: int | None
+) -> ReplicaAttempt | None:
+    """The replica's attempt ``number``, or its latest when ``number`` is None."""
+    of_replica = [a for a in attempts if a.replica.index == replica]
+    if number is None:
+        return of_replica[-1] if of_replica else None
+    return next((a for a in of_replica if a.number == number), None)
+
+
+def attempt_log(attempt: ReplicaAttempt, *, lines: int = DEFAULT_TAIL_LINES) -> str:
+    return log_tail(attempt_log_path(attempt.node.name, attempt.pk), lines=lines)
+
+
+def attempt_log_file(attempt: ReplicaAttempt):
+    return attempt_log_path(attempt.node.name, attempt.pk)
+
+
+@dataclass
+class ReplicaOutputs:
+    replica: int
+    node: str
+    files: list[OutputFile] = field(default_factory=list)
+
+
+def job_outputs(job: Job, attempts: list[ReplicaAttempt]) -> list[ReplicaOutputs]:
+    """What each replica wrote to ``/trainyard/output``, on every node it ran on."""
+    seen: list[tuple[int, str]] = []
+    for attempt in attempts:
+        key = (attempt.replica.index, attempt.node.name)
+        if key not in seen:
+            seen.append(key)
+    return [
+        ReplicaOutputs(index, node, output_files(replica_output_dir(node, job.pk, index)))
+        for index, node in seen
+    ]
+
+
+def output_dirs_of_replica(job: Job, attempts: list[ReplicaAttempt], replica: int) -> list:
+    """The replica's output folders, latest node first."""
+    nodes: list[str] = []
+    for attempt in reversed(attempts):
+        if attempt.replica.index == replica and attempt.node.name not in nodes:
+            nodes.append(attempt.node.name)
+    return [replica_output_dir(node, job.pk, replica) for node in nodes]
+
+
+def job_log_tail(*, user, job_id: int, replica: int, number: int | None, tail: int) -> dict:
+    """The API's view of a log: 404 for jobs the user may not see or attempts that do not exist."""
+    if not 1 <= tail <= MAX_TAIL_LINES:
+        raise ValidationError(
+            {
+                "tail": [
+                    _("Tail must be 1 to %(max)d lines; you gave %(n)d")
+                    % {"max": MAX_TAIL_LINES, "n": tail}
+                ]
+            }
+        )
+    job = jobs_for_user(user=user).filter(pk=job_id).first()
+    if job is None:
+        raise Http404
+    attempt = pick_attempt(job_attempts(job), replica=replica, number=number)
+    if attempt is None:
+        raise Http404
+    path = attempt_log_file(attempt)
+    text = log_tail(path, lines=tail)
+    return {
+        "job": job.pk,
+        "replica": replica,
+        "attempt": attempt.number,
+        "node": attempt.node.name,
+        "state": attempt.state,
+        "size_bytes": path.stat().st_size if path.exists() else 0,
+        "lines": text.splitlines(),
+    }

@@ -1,0 +1,83 @@
+"""The job page's runtime panel (htmx-polled while the job runs), log and output downloads."""
+
+from __future__ import annotations
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from .execution.files import open_output_file, replica_output_dir
+from .execution.runtime import (
+    DEFAULT_TAIL_LINES,
+    attempt_log,
+    attempt_log_file,
+    job_attempts,
+    job_outputs,
+    pick_attempt,
+)
+from .models import Job
+from .selectors import jobs_for_user
+
+
+def _visible_job(request: HttpRequest, pk: int) -> Job:
+    """Owners and project members only; 404 for anyone else, so ids leak nothing."""
+    return get_object_or_404(jobs_for_user(user=request.user), pk=pk)
+
+
+def runtime_context(job: Job, query: QueryDict) -> dict:
+    attempts = job_attempts(job)
+    replica, number = _int(query.get("replica")), _int(query.get("attempt"))
+    shown = pick_attempt(attempts, replica=replica or 0, number=number)
+    params = f"?replica={shown.replica.index}&attempt={shown.number}" if shown else ""
+    return {
+        "job": job,
+        "attempts": attempts,
+        "shown": shown,
+        "log_text": attempt_log(shown, lines=DEFAULT_TAIL_LINES) if shown else "",
+        "tail_lines": DEFAULT_TAIL_LINES,
+        "outputs": job_outputs(job, attempts),
+        # Polling stops with the job: a finished job's panel carries no trigger.
+        "live": not job.is_finished,
+        "refresh_url": reverse("jobs:runtime", args=[job.pk]) + params,
+    }
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+@require_GET
+def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    job = _visible_job(request, pk)
+    return render(request, "jobs/_runtime_panel.html", runtime_context(job, request.GET))
+
+
+@require_GET
+def job_log_download(request: HttpRequest, pk: int, attempt_id: int) -> FileResponse:
+    job = _visible_job(request, pk)
+    attempt = next((a for a in job_attempts(job) if a.pk == attempt_id), None)
+    if attempt is None:
+        raise Http404
+    try:
+        handle = attempt_log_file(attempt).open("rb")
+    except FileNotFoundError as missing:
+        raise Http404 from missing
+    name = f"job-{job.pk}-replica-{attempt.replica.index}-attempt-{attempt.number}.log"
+    return FileResponse(
+        handle, as_attachment=True, filename=name, content_type="text/plain; charset=utf-8"
+    )
+
+
+@require_GET
+def job_output_download(
+    request: HttpRequest, pk: int, replica: int, node: str, path: str
+) -> FileResponse:
+    job = _visible_job(request, pk)
+    ran_there = any(a.replica.index == replica and a.node.name == node for a in job_attempts(job))
+    handle = (
+        open_output_file(replica_output_dir(node, job.pk, replica), path) if ran_there else None
+    )
+    if handle is None:
+        raise Http404
+    return FileResponse(handle, as_attachment=True, filename=path.rsplit("/", 1)[-1])

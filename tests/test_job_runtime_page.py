@@ -1,0 +1,180 @@
+"""The job page's attempts, live log and outputs; log and output downloads; the logs API."""
+
+import os
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.execution.files import attempt_log_path, replica_output_dir
+from jobs.models import Job, Replica, ReplicaAttempt
+from tests.agent_support import make_node
+from tests.factories import JobFactory
+
+LOG = "".join(f"line {i}\n" for i in range(1, 301))
+
+
+@pytest.fixture
+def ran(settings, tmp_path, project, owner):
+    """A job whose replica 0 ran twice on a node; files as the agent leaves them."""
+    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
+    node = make_node(name="gpu-a")
+    job = JobFactory(owner=owner, project=project, state=Job.State.RUNNING, attempt=2)
+    replica = Replica.objects.create(job=job, index=0, node=node)
+    now = timezone.now()
+    attempts = [
+        ReplicaAttempt.objects.create(
+            replica=replica, number=number, node=node, state=state, started_at=now, exit_code=code
+        )
+        for number, state, code in [(1, "failed", 3), (2, "running", None)]
+    ]
+    for attempt, text in zip(attempts, ["first try\n", LOG], strict=True):
+        path = attempt_log_path(node.name, attempt.pk)
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    output = replica_output_dir(node.name, job.pk, 0)
+    (output / "checkpoints").mkdir(parents=True)
+    (output / "checkpoints" / "epoch-1.pt").write_bytes(b"x" * 2048)
+    (output / "metrics.json").write_text('{"acc": 0.9}')
+    secret = tmp_path / "secret"
+    secret.write_text("do not serve")
+    os.symlink(secret, output / "stolen")
+    return job, attempts
+
+
+def panel(client, job, **params):
+    return client.get(
+        reverse("jobs:runtime", args=[job.pk]), params, headers={"HX-Request": "true"}
+    )
+
+
+def test_job_page_shows_attempts_the_log_tail_and_outputs(owner_client, ran):
+    job, attempts = ran
+    page = owner_client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert 'id="runtime-panel"' in page and 'hx-trigger="every 2s"' in page
+    assert "line 300</pre>" in page and "line 100\n" not in page  # the last 200 lines
+    assert "line 101\n" in page
+    assert "checkpoints/epoch-1.pt" in page and "2.0\xa0KB" in page and "metrics.json" in page
+    assert "stolen" not in page  # a link the job made is not an output
+
+
+def test_panel_shows_an_earlier_attempt_on_request(owner_client, ran):
+    job, _attempts = ran
+    body = panel(owner_client, job, replica=0, attempt=1).content.decode()
+    assert "first try" in body and "line 300" not in body
+    assert "attempt=1" in body  # keeps polling the attempt being read
+
+
+def test_polling_stops_when_the_job_has_ended(owner_client, ran):
+    job, _attempts = ran
+    Job.objects.filter(pk=job.pk).update(state=Job.State.FAILED)
+    body = panel(owner_client, job).content.decode()
+    assert "hx-trigger" not in body and "line 300" in body
+
+
+def test_panel_query_count_does_not_grow_with_attempts(
+    owner_client, ran, django_assert_max_num_queries
+):
+    job, attempts = ran
+    for number in range(3, 8):
+        ReplicaAttempt.objects.create(
+            replica=attempts[0].replica, number=number, node=attempts[0].node
+        )
+    with django_assert_max_num_queries(6):
+        assert panel(owner_client, job).status_code == 200
+
+
+def test_member_downloads_the_whole_log(client, member, ran):
+    job, attempts = ran
+    client.force_login(member)
+    response = client.get(reverse("jobs:log_download", args=[job.pk, attempts[1].pk]))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content).decode() == LOG
+    assert "attachment" in response["Content-Disposition"]
+
+
+def test_outsider_sees_no_log_panel_or_output(client, outsider, ran):
+    job, attempts = ran
+    client.force_login(outsider)
+    assert panel(client, job).status_code == 404
+    assert (
+        client.get(reverse("jobs:log_download", args=[job.pk, attempts[0].pk])).status_code == 404
+    )
+    url = reverse("jobs:output_download", args=[job.pk, 0, "gpu-a", "metrics.json"])
+    assert client.get(url).status_code == 404
+
+
+def test_downloads_refuse_other_methods(owner_client, ran):
+    job, attempts = ran
+    assert owner_client.post(reverse("jobs:runtime", args=[job.pk])).status_code == 405
+    url = reverse("jobs:log_download", args=[job.pk, attempts[0].pk])
+    assert owner_client.post(url).status_code == 405
+
+
+def test_owner_downloads_an_output_file(owner_client, ran):
+    job, _attempts = ran
+    url = reverse("jobs:output_download", args=[job.pk, 0, "gpu-a", "checkpoints/epoch-1.pt"])
+    response = owner_client.get(url)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"x" * 2048
+
+
+@pytest.mark.parametrize(
+    ("node", "path"),
+    [
+        ("gpu-a", "stolen"),  # a link to a file outside the output folder
+        ("gpu-a", "../../../attempts/1/output.log"),
+        ("gpu-a", "checkpoints"),  # a folder
+        ("gpu-b", "metrics.json"),  # a node the replica never ran on
+    ],
+)
+def test_output_download_stays_inside_the_output_folder(owner_client, ran, node, path):
+    job, _attempts = ran
+    url = reverse("jobs:output_download", args=[job.pk, 0, node, path])
+    assert owner_client.get(url).status_code == 404
+
+
+def test_api_tails_the_latest_attempt_log(owner_client, ran):
+    job, _attempts = ran
+    response = owner_client.get(f"/api/v1/jobs/{job.pk}/logs", {"replica": 0, "tail": 2})
+    assert response.status_code == 200
+    data = response.json()
+    assert data["lines"] == ["line 299", "line 300"]
+    assert (data["attempt"], data["state"], data["node"]) == (2, "running", "gpu-a")
+    assert data["size_bytes"] == len(LOG)
+
+
+def test_api_reads_a_given_attempt(owner_client, ran):
+    job, _attempts = ran
+    response = owner_client.get(f"/api/v1/jobs/{job.pk}/logs", {"attempt": 1})
+    assert response.json()["lines"] == ["first try"]
+
+
+def test_api_rejects_a_tail_out_of_range(owner_client, ran):
+    job, _attempts = ran
+    response = owner_client.get(f"/api/v1/jobs/{job.pk}/logs", {"tail": 0})
+    assert response.status_code == 422
+    assert response.json() == {"errors": {"tail": ["Tail must be 1 to 10000 lines; you gave 0"]}}
+
+
+def test_api_404_for_missing_attempt_or_foreign_job(client, owner_client, outsider, ran):
+    job, _attempts = ran
+    assert owner_client.get(f"/api/v1/jobs/{job.pk}/logs", {"replica": 1}).status_code == 404
+    client.force_login(outsider)
+    assert client.get(f"/api/v1/jobs/{job.pk}/logs").status_code == 404
+
+
+@pytest.mark.integration
+def test_a_real_run_shows_its_log_and_outputs_on_the_page(agent_env, client):
+    from tests.agent_support import cpu_job, place, wait_for_state
+
+    node = make_node()
+    agent = agent_env([node])
+    job = cpu_job("echo training done\necho 0.93 > $TRAINYARD_DATA_OUT/accuracy.txt")
+    job = wait_for_state(place(job, [node]), Job.FINAL_STATES, agent)
+    client.force_login(job.owner)
+    page = client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "training done" in page and "accuracy.txt" in page
+    assert "hx-trigger" not in page.split('id="runtime-panel"')[1].split(">")[0]
+    url = reverse("jobs:output_download", args=[job.pk, 0, node.name, "accuracy.txt"])
+    assert b"".join(client.get(url).streaming_content) == b"0.93\n"
