@@ -1,0 +1,138 @@
+"""The accrual task on a real Celery worker: two runs at once, and a worker killed mid-run."""
+
+import os
+import signal
+import sqlite3
+import time
+from datetime import timedelta
+from decimal import Decimal
+
+import psycopg
+import pytest
+from django.db import connection
+
+from billing.models import UsageRecord
+from billing.services import account_enable_billing, account_for_user, usage_accrue
+from billing.tasks import accrue_usage
+from tests.billing_cast import (
+    T0,
+    attempt_of,
+    job_on,
+    ledger,
+    seconds_covered,
+    set_price,
+    v100_model,
+)
+from tests.conftest import database_url_for_subprocess
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.integration
+WAIT_SECONDS = 60
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class AccountLock:
+    """Another connection that holds an account's row (PostgreSQL) or the whole file (SQLite)."""
+
+    def __init__(self, account_id: int) -> None:
+        self.postgres = connection.vendor == "postgresql"
+        if self.postgres:
+            self.conn = psycopg.connect(database_url_for_subprocess())
+            self.conn.execute(
+                "SELECT 1 FROM billing_account WHERE id = %s FOR UPDATE", [account_id]
+            )
+        else:
+            self.conn = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    def waiting_backends(self) -> int:
+        """Sessions of the test database blocked on a lock (PostgreSQL only)."""
+        return self.conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND wait_event_type = 'Lock'"
+        ).fetchone()[0]
+
+    def release(self) -> None:
+        self.conn.rollback() if self.postgres else self.conn.execute("ROLLBACK")
+        self.conn.close()
+
+
+def paid_job_of(username: str, admin_user, v100, minutes: int = 10):
+    user = UserFactory(username=username)
+    account = account_for_user(user=user)
+    account_enable_billing(account=account, actor=admin_user)
+    job = job_on(v100, owner=user)
+    attempt_of(job, started=T0, ended=T0 + timedelta(minutes=minutes))
+    return account, job
+
+
+def log_count(log, text: str) -> int:
+    return log.read_text().count(text)
+
+
+@pytest.fixture
+def v100(transactional_db):
+    model = v100_model()
+    set_price(model, "12.00")
+    return model
+
+
+def test_two_runs_at_once_bill_each_second_once(start_celery_worker, tmp_path, admin_user, v100):
+    account, job = paid_job_of("payer", admin_user, v100, minutes=30)
+    lock = AccountLock(account.pk)
+    try:
+        start_celery_worker(queues="celery", concurrency=2)
+        accrue_usage.delay()
+        accrue_usage.delay()
+        log = tmp_path / "worker-0.log"
+        wait_until(lambda: log_count(log, "billing.tasks.accrue_usage") >= 2, "two tasks received")
+        if lock.postgres:
+            wait_until(lambda: lock.waiting_backends() >= 2, "both runs waiting on the account")
+    finally:
+        lock.release()
+    wait_until(lambda: log_count(log, "succeeded") >= 2, "both runs done\n" + log.read_text())
+
+    rows = ledger(job=job)
+    assert seconds_covered(rows) == 30 * 60
+    assert len({row.period_start for row in rows}) == len(rows) == 30
+    assert sum(row.amount for row in rows) == Decimal(6)
+
+
+def test_a_worker_killed_mid_run_leaves_each_second_billed_once_after_the_rerun(
+    start_celery_worker, tmp_path, admin_user, v100
+):
+    first_account, first_job = paid_job_of("first", admin_user, v100)
+    second_account, second_job = paid_job_of("second", admin_user, v100)
+    assert first_account.pk < second_account.pk  # accrued in account order
+    lock = AccountLock(second_account.pk)
+    try:
+        worker = start_celery_worker(queues="celery", concurrency=1)
+        accrue_usage.delay()
+        log = tmp_path / "worker-0.log"
+        wait_until(lambda: "billing.tasks.accrue_usage" in log.read_text(), "task received")
+        if lock.postgres:
+            # The first account is committed, the second is in progress when the worker dies.
+            wait_until(lambda: ledger(job=first_job), "first account accrued")
+            wait_until(lambda: lock.waiting_backends() >= 1, "second account waiting")
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+    finally:
+        lock.release()
+    assert not ledger(job=second_job), "the killed run's open transaction was rolled back"
+
+    usage_accrue()
+    usage_accrue()
+
+    for job in (first_job, second_job):
+        rows = ledger(job=job)
+        assert seconds_covered(rows) == 600
+        assert len({row.period_start for row in rows}) == len(rows) == 10
+    assert UsageRecord.objects.count() == 20
