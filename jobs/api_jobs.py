@@ -13,7 +13,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
-from ninja import Field, Router, Schema
+from ninja import Field, Router, Schema, Status
 from ninja.pagination import LimitOffsetPagination, paginate
 
 from resources.api_free import ResourcePartIn
@@ -35,6 +35,12 @@ class JobIn(ResourcePartIn):
     project: str | None = None
     name: str | None = None
     command: str | None = Field(None, description="≤ 10,000 characters, run line by line from /")
+    template: str | None = Field(
+        None, description="A workload template's name; fills what is omitted (command, …)"
+    )
+    augmentation_command: str | None = Field(
+        None, description="Runs before the command in one replica; billed, outside max run time"
+    )
     datasets: list[str] | None = Field(None, description="Default: all of the project's")
     pretrained_models: list[str] | None = Field(None, description="Default: all of the project's")
     code_version: str | None = Field(None, description="Default: the newest; null: none")
@@ -75,6 +81,8 @@ class JobOut(Schema):
     spec: str | None
     resources: JobResourcesOut
     command: str
+    template: str | None
+    augmentation_command: str
     datasets: list[str]
     pretrained_models: list[str]
     code_version: str | None
@@ -112,6 +120,10 @@ class JobOut(Schema):
             "memory_gib": mib_to_gib(job.memory_mib),
             "storage_gib": job.storage_gib,
         }
+
+    @staticmethod
+    def resolve_template(job: Job) -> str | None:
+        return job.template.name if job.template_id else None
 
     @staticmethod
     def resolve_datasets(job: Job) -> list[str]:
@@ -156,7 +168,9 @@ class JobDetailOut(JobOut):
 def _jobs(request: HttpRequest) -> QuerySet[Job]:
     return (
         jobs_for_user(user=request.user)
-        .select_related("project", "owner", "gpu_model", "spec", "code_version", "image")
+        .select_related(
+            "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
+        )
         .prefetch_related(
             "ports", "jobdataset_set__dataset", "jobpretrainedmodel_set__pretrained_model"
         )
@@ -171,7 +185,7 @@ def _job(request: HttpRequest, job_id: int) -> Job:
 def submit_job(request: HttpRequest, payload: JobIn):
     """Submit a job; 422 ``{"errors": {field: [message]}}`` names every problem."""
     job = job_submit(user=request.user, data=payload.model_dump(exclude_unset=True))
-    return 201, _job(request, job.pk)
+    return Status(201, _job(request, job.pk))
 
 
 @router.get("/jobs", response=list[JobOut])

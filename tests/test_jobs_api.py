@@ -1,0 +1,193 @@
+"""The jobs API: submit, list, read, stop, edit ports; ownership; the OpenAPI document."""
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from openapi_spec_validator import validate
+
+from jobs.models import ApiToken, Job
+from jobs.services.submit import job_submit
+from tests.factories import JobFactory
+from tests.job_site import build_site, job_body
+
+pytestmark = pytest.mark.django_db
+JSON = "application/json"
+
+
+@pytest.fixture
+def site(project, owner):
+    return build_site(project=project, billing_for=[owner])
+
+
+@pytest.fixture
+def job(site, owner) -> Job:
+    return job_submit(user=owner, data=job_body(ports=[8080]))
+
+
+def test_submit_answers_201_with_the_job(owner_client, site):
+    response = owner_client.post("/api/v1/jobs", job_body(), content_type=JSON)
+    assert response.status_code == 201
+    data = response.json()
+    job = Job.objects.get()
+    assert data["id"] == job.pk
+    assert (data["state"], data["state_reason"]) == (
+        "quota_wait",
+        "Queued; waiting for the scheduler",
+    )
+    assert data["resources"] == {
+        "kind": "gpu",
+        "gpu_model": "V100",
+        "gpu_count": 1,
+        "vgpu_compute_percent": None,
+        "vgpu_memory_gib": None,
+        "cpu_cores": 12.0,
+        "memory_gib": 56.0,
+        "storage_gib": 10,
+    }
+    assert data["datasets"] == ["cats", "dogs"]
+    assert (data["image"], data["code_version"], data["priority"]) == ("pytorch", "v1", "normal")
+    assert "queue_position" in data and "estimated_start" in data
+
+
+def test_submit_with_every_field(owner_client, site):
+    body = {
+        "project": "vision",
+        "name": "full",
+        "task_mode": "distributed",
+        "replicas": 2,
+        "config_mode": "parameter",
+        "spec": None,
+        "resources": {
+            "kind": "vgpu",
+            "gpu_model": "V100",
+            "gpu_count": 2,
+            "vgpu_compute_percent": 50,
+            "vgpu_memory_gib": 6,
+            "cpu_cores": 8,
+            "memory_gib": 32,
+            "storage_gib": 20,
+        },
+        "command": "torchrun train.py",
+        "datasets": ["dogs"],
+        "pretrained_models": [],
+        "code_version": "v1",
+        "image": "tensorflow",
+        "ports": [6006],
+        "max_runtime_minutes": 600,
+        "max_retries": 2,
+        "priority": "normal",
+    }
+    data = owner_client.post("/api/v1/jobs", body, content_type=JSON).json()
+    assert data["resources"]["vgpu_memory_gib"] == 6.0
+    assert (data["replicas"], data["datasets"], data["ports"]) == (2, ["dogs"], [6006])
+    assert (data["image"], data["max_retries"], data["max_runtime_minutes"]) == (
+        "tensorflow",
+        2,
+        600,
+    )
+
+
+def test_schema_type_error_is_a_422_with_the_field(owner_client, site):
+    response = owner_client.post("/api/v1/jobs", job_body(ports=["x"]), content_type=JSON)
+    assert response.status_code == 422
+    assert list(response.json()["errors"]) == ["ports.0"]
+
+
+def test_bearer_token_submits_without_csrf(site, owner):
+    _row, token = ApiToken.issue(user=owner)
+    client = Client(enforce_csrf_checks=True)
+    response = client.post(
+        "/api/v1/jobs", job_body(), content_type=JSON, HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert response.status_code == 201
+
+
+def test_list_filters_by_state_and_project(owner_client, owner, site, job):
+    JobFactory(owner=owner, project=site.project, name="done", state=Job.State.SUCCEEDED)
+    listed = owner_client.get("/api/v1/jobs").json()
+    assert listed["count"] == 2
+    assert [j["name"] for j in listed["items"]] == ["done", "train"]
+    by_state = owner_client.get("/api/v1/jobs", {"state": "quota_wait"}).json()["items"]
+    assert [j["name"] for j in by_state] == ["train"]
+    assert owner_client.get("/api/v1/jobs", {"project": "nope"}).json()["count"] == 0
+
+
+def test_list_refuses_an_unknown_state(owner_client, site):
+    response = owner_client.get("/api/v1/jobs", {"state": "sleeping"})
+    assert response.status_code == 422
+    assert "State must be one of" in response.json()["errors"]["state"][0]
+
+
+def test_list_query_count_does_not_grow(owner_client, owner, site, job):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as context:
+            owner_client.get("/api/v1/jobs")
+        return len(context)
+
+    few = count()
+    for i in range(20):
+        job_submit(user=owner, data=job_body(name=f"j{i}", ports=[8080 + i]))
+    assert count() == few
+
+
+def test_detail_has_events(owner_client, job):
+    data = owner_client.get(f"/api/v1/jobs/{job.pk}").json()
+    assert data["events"][0]["to_state"] == "quota_wait"
+    assert data["events"][0]["reason"] == "Submitted by owner; waiting for the scheduler"
+
+
+def test_member_sees_and_outsider_gets_404(client, member, outsider, job):
+    client.force_login(member)
+    assert client.get(f"/api/v1/jobs/{job.pk}").status_code == 200
+    assert client.get("/api/v1/jobs").json()["count"] == 1
+    client.force_login(outsider)
+    assert client.get(f"/api/v1/jobs/{job.pk}").status_code == 404
+    assert client.post(f"/api/v1/jobs/{job.pk}/stop").status_code == 404
+    patch = client.patch(f"/api/v1/jobs/{job.pk}", {"ports": [9000]}, content_type=JSON)
+    assert patch.status_code == 404
+    assert client.get("/api/v1/jobs").json()["count"] == 0
+    assert Job.objects.get().state == Job.State.QUOTA_WAIT
+
+
+def test_stop(owner_client, job):
+    data = owner_client.post(f"/api/v1/jobs/{job.pk}/stop").json()
+    assert (data["state"], data["state_reason"]) == ("stopped", "Stopped by owner")
+    again = owner_client.post(f"/api/v1/jobs/{job.pk}/stop")
+    assert again.status_code == 200 and again.json()["state"] == "stopped"
+
+
+def test_patch_ports(owner_client, job):
+    response = owner_client.patch(
+        f"/api/v1/jobs/{job.pk}", {"ports": [8080, 6006]}, content_type=JSON
+    )
+    assert response.status_code == 200
+    assert response.json()["ports"] == [6006, 8080]
+
+
+def test_patch_ports_follows_the_rules(owner_client, job):
+    response = owner_client.patch(f"/api/v1/jobs/{job.pk}", {"ports": [70000]}, content_type=JSON)
+    assert response.status_code == 422
+    assert response.json() == {
+        "errors": {"ports": ["Port 70000 is out of range: ports must be between 1025 and 65535"]}
+    }
+
+
+def test_openapi_document_validates_and_has_the_contract(owner_client):
+    doc = owner_client.get("/api/v1/openapi.json").json()
+    validate(doc)
+    paths = doc["paths"]
+    for path, method in [
+        ("/api/v1/gpu-models", "get"),
+        ("/api/v1/specs", "get"),
+        ("/api/v1/projects", "get"),
+        ("/api/v1/resources/free", "get"),
+        ("/api/v1/resources/free/refresh", "post"),
+        ("/api/v1/resources/feasibility", "post"),
+        ("/api/v1/jobs", "post"),
+        ("/api/v1/jobs", "get"),
+        ("/api/v1/jobs/{job_id}", "get"),
+        ("/api/v1/jobs/{job_id}", "patch"),
+        ("/api/v1/jobs/{job_id}/stop", "post"),
+    ]:
+        assert method in paths[path], (path, method)
