@@ -13,6 +13,7 @@ from resources.describe import describe_request
 from resources.request import ResourceRequest
 
 from .environment import environment_input_for_job, job_environment
+from .estimates.job_times import job_times
 from .forms import parse_ports
 from .models import Job
 from .selectors import jobs_for_user
@@ -23,7 +24,7 @@ from .services.stop import job_stop
 def _visible_job(request: HttpRequest, pk: int) -> Job:
     """The job if the user may see it; 404 otherwise, so ids of others' jobs leak nothing."""
     jobs = jobs_for_user(user=request.user).select_related(
-        "project", "owner", "gpu_model", "spec", "code_version", "image"
+        "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
     )
     return get_object_or_404(jobs, pk=pk)
 
@@ -48,6 +49,7 @@ def _detail_context(job: Job, **extra) -> dict:
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
         "environment": job_environment(environment_input_for_job(job)),
         "events": _events(job),
+        "times": job_times(job=job),
         **extra,
     }
 

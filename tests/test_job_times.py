@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from jobs.estimates.job_times import job_times
@@ -91,3 +92,29 @@ def test_waiting_job_shows_likely_start_beside_the_upper_bound():
     assert "Likely start" in html and "at the latest" in html
     without = job_times(job=job)
     assert without.likely_finish == bound + timedelta(seconds=400)
+
+
+def test_job_page_shows_the_phases_and_the_commands(client):
+    models, templates = seed_models_and_templates()
+    job = finished_run(
+        template=templates["SSD-MobileNetV1"],
+        gpu_model=models["V100"],
+        training_seconds=600,
+        augmentation_seconds=1200,
+    )
+    client.force_login(job.owner)
+    response = client.get(reverse("jobs:detail", args=[job.pk]))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "Augmentation search" in html and "20 min" in html and "10 min" in html
+    assert "Augmentation-search command" in html and "python augment.py" in html
+    assert "Workload template: SSD-MobileNetV1" in html
+
+
+def test_queued_job_page_shows_its_likely_finish(client):
+    models, templates = seed_models_and_templates()
+    bound = timezone.now() + timedelta(hours=1)
+    job = resnet_job(models, templates, state=Job.State.RESOURCE_WAIT, estimated_start=bound)
+    client.force_login(job.owner)
+    html = client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "Likely finish" in html and "Expected duration" in html and "7 min" in html

@@ -47,7 +47,8 @@ def estimate_panel(
 ) -> EstimatePanel:
     """What the form shows beside the choices (a handful of queries, whatever it compares)."""
     if gpu_model is None or cards < 1:
-        return EstimatePanel(gpu_model, None, [], None, [_("Estimates need a GPU model.")])
+        note = _("Estimates are for jobs on whole GPU cards.")
+        return EstimatePanel(gpu_model, None, [], None, [note])
     refused = template_errors(user=user, template=template, gpu_model=gpu_model)
     if refused:
         return EstimatePanel(gpu_model, None, [], None, [m for ms in refused.values() for m in ms])
@@ -86,4 +87,6 @@ def _panel(user, gpu_model, cards, estimate, others, missing_note) -> EstimatePa
         notes.append(_("Plus the augmentation search, which has no timed runs yet."))
     account = account_for_user(user=user)
     cost = estimate_cost(account=account, gpu_model=gpu_model, cards=cards, estimate=estimate)
+    if cost is None:
+        notes.append(_("No price is set for %(model)s, so no cost either.") % {"model": gpu_model})
     return EstimatePanel(gpu_model, Option(cards, estimate), others, cost, notes)

@@ -20,6 +20,7 @@ from django.db.models import prefetch_related_objects
 from django.utils.translation import gettext_lazy as _
 
 from jobs.environment import EnvironmentInput, job_environment
+from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
 from jobs.services.resources_input import FieldErrors, job_resources_resolve, resources_resolve
@@ -181,6 +182,7 @@ class JobForm(forms.Form):
             )
         self._set_choices()
         self._follow_project()
+        add_template_fields(self)
         self.preview = self._preview_request()
         self._show_derived_values()
 
@@ -292,6 +294,7 @@ class JobForm(forms.Form):
             "max_runtime_minutes": self._max_runtime_minutes(),
             "max_retries": self.value("max_retries"),
             "priority": self.value("priority") or "normal",
+            **template_submit_data(self),
         }
 
     def _resources_data(self) -> dict:

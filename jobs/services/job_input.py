@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
-from jobs.models import CodeVersion, Dataset, Image, Job, PretrainedModel, Project
+from jobs.estimates.template_input import augmentation_command_clean, template_resolve
+from jobs.models import CodeVersion, Dataset, Image, Job, PretrainedModel, Project, WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS, MAX_RETRIES
 from jobs.selectors import projects_for_user
 from resources.models import Spec
@@ -45,11 +46,14 @@ class JobInput:
     max_runtime_minutes: int | None
     max_retries: int
     priority: int
+    template: WorkloadTemplate | None = None
+    augmentation_command: str = ""
 
 
 def job_input_resolve(*, user: AbstractBaseUser, data: dict) -> JobInput:
     """Check ``data`` field by field; ``ValidationError`` with every problem at once."""
     errors = FieldErrors()
+    template, data = template_resolve(data=data, errors=errors)
     project = _project(user, data.get("project"), errors)
     request = resources_resolve(user=user, data=data, errors=errors)
     values = {
@@ -59,6 +63,10 @@ def job_input_resolve(*, user: AbstractBaseUser, data: dict) -> JobInput:
         "max_runtime_minutes": _max_runtime(data.get("max_runtime_minutes"), errors),
         "max_retries": _max_retries(data.get("max_retries"), errors),
         "priority": _priority(user, data.get("priority"), errors),
+        "template": template,
+        "augmentation_command": augmentation_command_clean(
+            data.get("augmentation_command"), errors
+        ),
     }
     if project is not None:
         values.update(_project_items(project, data, errors))

@@ -6,7 +6,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from billing.rules import job_billing_errors
+from billing.rules import free_runtime_cap_minutes, job_billing_errors
+from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from resources.feasibility import request_feasibility
 
@@ -41,8 +42,14 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
         gpu_count=request.gpu_count,
         replicas=request.replicas,
         max_runtime_minutes=job_input.max_runtime_minutes,
+        resource_kind=request.kind,
+        vgpu_compute_percent=request.vgpu_compute_percent,
     )
     errors.merge(billing, rename)
+    errors.merge(
+        template_errors(user=user, template=job_input.template, gpu_model=request.gpu_model),
+        rename,
+    )
     feasibility = request_feasibility(request=request, user=user)
     errors.merge(
         {
@@ -73,9 +80,20 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         memory_mib=request.memory_mib,
         storage_gib=request.storage_gib,
         command=job_input.command,
+        template=job_input.template,
+        augmentation_command=job_input.augmentation_command,
         code_version=job_input.code_version,
         image=job_input.image,
-        max_runtime_minutes=job_input.max_runtime_minutes,
+        # A free account's job without a max run time gets the one its free hours allow.
+        max_runtime_minutes=job_input.max_runtime_minutes
+        or free_runtime_cap_minutes(
+            user=user,
+            gpu_model=request.gpu_model,
+            gpu_count=request.gpu_count,
+            replicas=request.replicas,
+            resource_kind=request.kind,
+            vgpu_compute_percent=request.vgpu_compute_percent,
+        ),
         max_retries=job_input.max_retries,
         priority=job_input.priority,
         state=Job.State.QUOTA_WAIT,
