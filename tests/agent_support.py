@@ -136,15 +136,9 @@ def make_node(name: str | None = None, **fields) -> Node:
 def cpu_job(command: str, **fields) -> Job:
     """A CPU job of the test owner; ``command`` is the startup command."""
     fields.setdefault("owner", UserFactory(username="runner"))
-    return JobFactory(
-        command=command,
-        resource_kind="cpu",
-        gpu_model=None,
-        gpu_count=0,
-        cpu_milli=1000,
-        memory_mib=4096,
-        **fields,
-    )
+    fields.setdefault("cpu_milli", 1000)
+    fields.setdefault("memory_mib", 4096)
+    return JobFactory(command=command, resource_kind="cpu", gpu_model=None, gpu_count=0, **fields)
 
 
 def place(job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None) -> Job:

@@ -98,11 +98,11 @@ def _report_progress(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
             phase=ReplicaAttempt.Phase.TRAINING,
             at=parse_time(training["started_at"]),
         )
+        attempt.refresh_from_db()  # the deadline starts with training
 
 
 def _enforce_deadline(folder, attempt: ReplicaAttempt, now: datetime, grace: timedelta) -> None:
-    spec = folder.read("spec") or {}
-    deadline = attempt.deadline or (parse_time(spec["deadline"]) if spec.get("deadline") else None)
+    deadline = attempt.deadline
     if deadline is None or now < deadline or folder.exists("stop"):
         return
     minutes = attempt.replica.job.max_runtime_minutes or 0

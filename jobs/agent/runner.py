@@ -22,6 +22,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,9 +73,14 @@ def limits_for(spec: dict):
 
 
 def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -> int:
+    env = spec["env"]
+    if phase.get("deadline_seconds"):
+        # Whole seconds, rounded down: the job sees at most a second less than it has.
+        deadline = int(time.time() + phase["deadline_seconds"])
+        env = {**env, "TRAINYARD_DEADLINE": str(deadline)}
     process = subprocess.Popen(
         phase["argv"],
-        env=spec["env"],
+        env=env,
         cwd=spec.get("cwd", "/"),
         stdin=subprocess.DEVNULL,
         stdout=log_fd,

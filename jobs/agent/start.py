@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
@@ -95,14 +95,15 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         _fail_before_start(folder, attempt, missing)
         return False
     bwrap = sandbox.bwrap_path()
-    deadline = _deadline(job)
-    if job.augmentation_command.strip():
-        deadline = None  # the max run time counts from training's start (attempt_phase_started)
-    env = _environment(attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid, deadline=deadline)
+    env = _environment(attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid)
     phases = [
         {"name": name, "argv": _phase_argv(folder, attempt, name, command, mounts, uid, bwrap)}
         for name, command in attempt_phases(job)
     ]
+    if job.max_runtime_minutes:
+        # The max run time limits training alone (seed 000); the runner starts the
+        # clock, and sets TRAINYARD_DEADLINE, when the training phase starts.
+        phases[-1]["deadline_seconds"] = job.max_runtime_minutes * 60
     memory_bytes = job.memory_mib * MIB
     cgroup = limits.attempt_cgroup(
         node_name=attempt.node.name, attempt_id=attempt.pk, memory_bytes=memory_bytes
@@ -118,7 +119,6 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         "cpus": _cpus(attempt),
         "sandboxed": bool(bwrap),
         "uid": uid,
-        "deadline": deadline.isoformat() if deadline else None,
     }
     _write_header(folder, attempt, spec)
     folder.write("spec", spec)
@@ -132,14 +132,6 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
             check=True,
         )
     return True
-
-
-def _deadline(job: Job) -> datetime | None:
-    """Now plus the max run time, up to the whole second that ``TRAINYARD_DEADLINE`` shows."""
-    if not job.max_runtime_minutes:
-        return None
-    deadline = timezone.now() + timedelta(minutes=job.max_runtime_minutes)
-    return deadline.replace(microsecond=0) + timedelta(seconds=1 if deadline.microsecond else 0)
 
 
 def attempt_phases(job: Job) -> list[tuple[str, str]]:
@@ -212,10 +204,10 @@ def _make_output(output: Path, uid: int | None) -> None:
     os.chmod(output, 0o700)
 
 
-def _environment(attempt, mounts, folder, *, sandboxed, uid, deadline) -> dict[str, str]:
+def _environment(attempt, mounts, folder, *, sandboxed, uid) -> dict[str, str]:
     job = attempt.replica.job
     paths = None if sandboxed else _plain_paths(folder, mounts, uid)
-    env = job_environment(environment_input_for_job(job), _placement(attempt, deadline), paths)
+    env = job_environment(environment_input_for_job(job), _placement(attempt), paths)
     tmp = "/tmp" if sandboxed else str(folder.path / "tmp")
     return {
         "PATH": sandbox.job_path_variable(),
@@ -245,7 +237,7 @@ def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None)
     return JobPaths(code=str(links / "code"), output=str(mounts.output), data_root=str(links))
 
 
-def _placement(attempt: ReplicaAttempt, deadline) -> ReplicaPlacement:
+def _placement(attempt: ReplicaAttempt) -> ReplicaPlacement:
     replica = attempt.replica
     job = replica.job
     host_ports = dict(
@@ -266,7 +258,6 @@ def _placement(attempt: ReplicaAttempt, deadline) -> ReplicaPlacement:
         host_ports=host_ports,
         master_addr=master.node.address if master and master.node else None,
         master_port=rendezvous.host_port if rendezvous else None,
-        deadline_epoch=int(deadline.timestamp()) if deadline else None,
     )
 
 
@@ -320,11 +311,13 @@ def report_started(folder: AttemptFolder, attempt: ReplicaAttempt, *, wait_secon
     if started is None:
         return  # the poll reports it when it appears
     spec = folder.read("spec") or {}
-    first_phase = spec.get("phases", [{}])[0].get("name", ReplicaAttempt.Phase.TRAINING)
+    first_phase = spec.get("phases", [{}])[0]
+    started_at = parse_time(started["started_at"])
+    limit = first_phase.get("deadline_seconds")
     attempt_running(
         attempt_id=attempt.pk,
-        started_at=parse_time(started["started_at"]),
+        started_at=started_at,
         pid=started["pgid"],
-        deadline=parse_time(spec["deadline"]) if spec.get("deadline") else None,
-        phase=first_phase,
+        deadline=started_at + timedelta(seconds=limit) if limit else None,
+        phase=first_phase.get("name", ReplicaAttempt.Phase.TRAINING),
     )
