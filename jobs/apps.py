@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class JobsConfig(AppConfig):
     name = "jobs"
     verbose_name = _("Jobs")
+
+    def ready(self) -> None:
+        from jobs.scheduler import triggers  # noqa: F401  (connects the signal receivers)

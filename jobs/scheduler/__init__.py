@@ -1,5 +1,9 @@
-"""The scheduler: admission against quota, placement on nodes, queue order."""
+"""The scheduler: admission against quota, placement on nodes, queue order.
 
+``run_pass()`` is the one entry point (the Celery task ``jobs.tasks.schedule_pass``
+calls it); ``release.job_release(job=)`` gives back what a finished job holds.
+"""
 
-def run_pass() -> None:
-    """Admit and place what can start now. Implemented by the scheduler work."""
+from .passes import PassReport, run_pass
+
+__all__ = ["PassReport", "run_pass"]

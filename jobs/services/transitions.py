@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
 from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
+from trainyard.bulk import insert_rows, update_from_values
 
 S = Job.State
 ALLOWED: dict[str, set[str]] = {
@@ -79,3 +83,62 @@ def job_transition(
     for name, value in updates.items():
         setattr(job, name, value)
     return True
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One job's move for ``job_transition_many``; ``from_state`` is the state we read."""
+
+    job_id: int
+    from_state: str
+    to_state: str
+    reason: str
+    old_reason: str = ""
+    data: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)
+
+
+def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
+    """``job_transition`` for many jobs in a few statements; return the ids that moved.
+
+    The same rules: allowed moves only, an update conditional on the state we
+    read (a job that moved on meanwhile is skipped), and an event for each
+    change of state, or of reason within a state. All transitions of one call
+    must set the same ``fields`` (the scheduler's pass does). Only moves into a
+    waiting state or ``starting``: the others set timestamps, use ``job_transition``.
+    """
+    if not transitions:
+        return set()
+    for t in transitions:
+        if t.to_state not in (*Job.WAITING_STATES, S.STARTING):
+            raise ValueError(f"job_transition_many does not move jobs to {t.to_state}")
+        if t.to_state not in ALLOWED[t.from_state]:
+            raise TransitionRefused(f"job {t.job_id}: {t.from_state} → {t.to_state} is not allowed")
+    names = sorted(transitions[0].fields)
+    if any(sorted(t.fields) != names for t in transitions):
+        raise ValueError("every transition of one call must set the same fields")
+    rows = [
+        (t.job_id, t.from_state, t.to_state, t.reason, *(t.fields[n] for n in names))
+        for t in transitions
+    ]
+    with transaction.atomic():
+        moved = set(
+            update_from_values(
+                Job,
+                rows=rows,
+                match_fields=["state"],
+                set_fields=["state", "state_reason", *names],
+                returning=True,
+            )
+        )
+        now = timezone.now()
+        insert_rows(
+            JobEvent,
+            fields=["job", "created_at", "from_state", "to_state", "reason", "data"],
+            rows=[
+                (t.job_id, now, t.from_state, t.to_state, t.reason, t.data)
+                for t in transitions
+                if t.job_id in moved and (t.from_state != t.to_state or t.old_reason != t.reason)
+            ],
+        )
+    return moved

@@ -1,0 +1,326 @@
+"""One scheduling pass: admit, place and start what can start, explain the rest.
+
+The pass runs under a database lock (one pass at a time) in one transaction.
+It reads the cluster, the waiting jobs and the quotas once (a fixed number of
+queries, whatever the queue length), decides everything in memory, and writes
+in bulk. Jobs are taken in queue order (priority, then submission time); each
+requested model is its own queue, and the first job of a queue that cannot
+start gets a reservation that later jobs may not delay (EASY backfill).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from jobs.models import Job
+from resources.catalog import ModelCatalog
+from resources.models import Allocation, CardAllocation, Node
+
+from .admission import Quotas
+from .backfill import Queued, Release, Reservation, ends_at, estimate_starts, plan_reservation
+from .placement import Shape, place
+from .ports import PortPool
+from .queue import WaitingJob, load_waiting
+from .reasons import ResourceReasons, held_reason, ports_reason
+from .state import CardUse, Cluster, NodeState, ReplicaUse
+from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
+
+logger = logging.getLogger(__name__)
+
+# Any constant both passes agree on; "tryd" in ASCII.
+PASS_LOCK_KEY = 0x74727964
+# How many waiting jobs per queue get an estimated start (Slurm's bf_max_job_test).
+ESTIMATE_DEPTH = 50
+PENDING_ORDER = 1 << 40
+
+
+@dataclass
+class PassReport:
+    waiting: int = 0
+    started: list[int] = field(default_factory=list)
+    quota_wait: int = 0
+    resource_wait: int = 0
+    seconds: float = 0.0
+
+
+def run_pass(*, launch: bool = True) -> PassReport:
+    """Run one pass; jobs it starts are handed to ``job_launch`` after commit.
+
+    ``launch=False`` is for benchmarks that time the scheduler alone.
+    """
+    began = time.perf_counter()
+    for _attempt in range(3):
+        try:
+            with transaction.atomic():
+                _acquire_pass_lock()
+                report = SchedulingPass(now=timezone.now()).run()
+                if launch and report.started:
+                    transaction.on_commit(partial(launch_started, list(report.started)))
+            report.seconds = time.perf_counter() - began
+            return report
+        except NodeChanged:
+            logger.info("a node changed state during the pass; running it again")
+    return PassReport(seconds=time.perf_counter() - began)
+
+
+def launch_started(job_ids: list[int]) -> None:
+    """Hand each started job to execution; one failing launch does not stop the others."""
+    from jobs.execution.launch import job_launch
+
+    for job_id in job_ids:
+        try:
+            job_launch(job_id)
+        except Exception:
+            logger.exception("launching job %s failed", job_id)
+
+
+def _acquire_pass_lock() -> None:
+    # SQLite: transactions begin IMMEDIATE (settings), which already takes the
+    # database's single write lock for the whole pass.
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PASS_LOCK_KEY])
+
+
+class SchedulingPass:
+    def __init__(self, *, now: datetime) -> None:
+        self.now = now
+        self.catalog = ModelCatalog.load()
+        self.cluster = Cluster.load(self.catalog)
+        self.jobs = load_waiting(self.catalog)
+        self.starts: list[Start] = []
+        self.outcomes: dict[int, tuple[str, str]] = {}  # job → (state, reason) or cause
+        self.shapes: dict[int, Shape] = {}
+        self.reservations: dict[str, Reservation] = {}
+        self.reservations_by_node: dict[int, list[Reservation]] = {}
+        self.blocked: set[str] = set()
+        self.failed_on_capacity: set[Shape] = set()
+        self.failed_held: dict[Shape, tuple[float, str]] = {}
+        self._ports: PortPool | None = None
+        self._releases: list[Release] | None = None
+        self._pending_releases: list[Release] = []
+
+    def run(self) -> PassReport:
+        report = PassReport(waiting=len(self.jobs))
+        if not self.jobs:
+            return report
+        self.quotas = Quotas(owner_ids={job.owner_id for job in self.jobs}, catalog=self.catalog)
+        for job in self.jobs:
+            self.consider(job)
+        report.started = write_starts(self.starts, self.cluster)
+        changes = self.waiting_changes()
+        write_waiting(changes)
+        report.quota_wait = sum(1 for c in changes if c.state == Job.State.QUOTA_WAIT)
+        report.resource_wait = len(changes) - report.quota_wait
+        return report
+
+    def consider(self, job: WaitingJob) -> None:
+        admission = self.quotas.admit(job)
+        if not admission.admitted:
+            self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, admission.reason)
+            return
+        request = job.request
+        shape = Shape(
+            kind=request.kind,
+            models=admission.models,
+            gpu_count=request.gpu_count,
+            vgpu_percent=request.vgpu_compute_percent or 0,
+            vgpu_memory_mib=request.vgpu_memory_mib or 0,
+            cpu_milli=request.cpu_milli,
+            memory_mib=request.memory_mib,
+            storage_gib=request.storage_gib,
+            replicas=request.replicas,
+        )
+        self.shapes[job.pk] = shape
+        ends = ends_at(self.now, job.max_runtime_minutes)
+        cached = self._failed_before(shape, job.max_runtime_minutes)
+        uses = None if cached is not None else self._place(job, shape, ends)
+        if uses is None:
+            held = (
+                cached
+                if cached is not None
+                else self._failed_before(shape, job.max_runtime_minutes)
+            )
+            self._wait_for_nodes(job, shape, held)
+            return
+        host_ports = self._take_ports(job)
+        if host_ports is None:
+            return
+        for use in uses:
+            for reservation in self.reservations_by_node.get(use.node_pk, ()):
+                reservation.consume(use, ends)
+            self.cluster.allocate(use)
+            # Ordered after everything loaded: among unknown ends, the newest ends last.
+            order = PENDING_ORDER + len(self._pending_releases)
+            self._pending_releases.append(Release(ends, order, use))
+        node_models = [self.cluster.nodes[use.node_pk].model for use in uses]
+        self.quotas.charge_started(job, node_models, self.now)
+        self.starts.append(Start(job, uses, tuple(host_ports)))
+
+    def _failed_before(self, shape: Shape, max_runtime: int | None) -> str | None:
+        """The reason a shape failed earlier in this pass, if it must fail again.
+
+        Free resources only shrink during a pass, so a shape that did not fit
+        does not fit later; one refused by reservations is refused again for a
+        job that runs at least as long (unknown counts as longest).
+        """
+        if shape in self.failed_on_capacity:
+            return ""
+        held = self.failed_held.get(shape)
+        if held is not None and _runtime_order(max_runtime) >= held[0]:
+            return held[1]
+        return None
+
+    def _place(self, job: WaitingJob, shape: Shape, ends) -> tuple[ReplicaUse, ...] | None:
+        refusing: list[Reservation] = []
+
+        def view(node: NodeState) -> NodeState:
+            usable = node
+            for reservation in self.reservations_by_node.get(node.pk, ()):
+                narrowed = reservation.narrow(usable, ends)
+                if narrowed is not usable:
+                    refusing.append(reservation)
+                usable = narrowed
+            return usable
+
+        outcome = place(self.cluster, shape, view if self.reservations_by_node else None)
+        if outcome.uses is None and not outcome.refused:
+            self.failed_on_capacity.add(shape)
+        elif outcome.uses is None:
+            runtime = _runtime_order(job.max_runtime_minutes)
+            if runtime < self.failed_held.get(shape, (math.inf,))[0]:
+                self.failed_held[shape] = (runtime, held_reason(job_id=refusing[0].job_id))
+        return outcome.uses
+
+    def _wait_for_nodes(self, job: WaitingJob, shape: Shape, held: str) -> None:
+        """Resource wait; the first such job of its queue gets a reservation."""
+        self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, held)
+        if job.queue in self.blocked:
+            return
+        self.blocked.add(job.queue)
+        reservation = plan_reservation(
+            cluster=self.cluster,
+            shape=shape,
+            job_id=job.pk,
+            releases=self.releases(),
+            excluded=set(self.reservations_by_node),
+        )
+        if reservation is not None:
+            self.reservations[job.queue] = reservation
+            for node_pk in reservation.extra:
+                self.reservations_by_node.setdefault(node_pk, []).append(reservation)
+
+    def _take_ports(self, job: WaitingJob) -> list[int] | None:
+        need = job.host_ports_needed
+        if not need:
+            return []
+        if self._ports is None:
+            self._ports = PortPool.load()
+        taken = self._ports.take(need)
+        if taken is None:
+            reason = ports_reason(need=need, free=self._ports.free, size=self._ports.size)
+            self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, reason)
+        return taken
+
+    def releases(self) -> list[Release]:
+        """What is held now and when it is given back (loaded once, when first needed)."""
+        if self._releases is None:
+            self._releases = load_releases(self.cluster, self.now)
+        return self._releases + self._pending_releases
+
+    def waiting_changes(self) -> list[Waiting]:
+        started = {start.job.pk for start in self.starts}
+        reasons = ResourceReasons(self.cluster)
+        estimates = self._estimates(started)
+        positions: dict[tuple[str, str], int] = {}
+        changes = []
+        for job in self.jobs:
+            if job.pk in started:
+                continue
+            state, reason = self.outcomes[job.pk]
+            if state == Job.State.RESOURCE_WAIT and not reason:
+                reason = reasons.reason(self.shapes[job.pk], job.requested_model)
+            position = positions[state, job.queue] = positions.get((state, job.queue), 0) + 1
+            changes.append(Waiting(job, state, reason, position, estimates.get(job.pk)))
+        return changes
+
+    def _estimates(self, started: set[int]) -> dict[int, datetime | None]:
+        queues: dict[str, list[Queued]] = {}
+        estimates: dict[int, datetime | None] = {}
+        for job in self.jobs:
+            if job.pk in started:
+                continue
+            state, _reason = self.outcomes[job.pk]
+            if state == Job.State.QUOTA_WAIT:
+                estimates[job.pk] = self.quotas.quota_frees_at(job, self.now)
+                continue
+            queue = queues.setdefault(job.queue, [])
+            if len(queue) < ESTIMATE_DEPTH:
+                queue.append(Queued(job.pk, self.shapes[job.pk], job.max_runtime_minutes))
+        for queue in queues.values():
+            estimates.update(
+                estimate_starts(
+                    cluster=self.cluster, queue=queue, releases=self.releases(), now=self.now
+                )
+            )
+        return {pk: _to_second(moment) for pk, moment in estimates.items()}
+
+
+def _runtime_order(max_runtime_minutes: int | None) -> float:
+    return math.inf if max_runtime_minutes is None else max_runtime_minutes
+
+
+def _to_second(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(microsecond=0)
+
+
+def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
+    """Every allocation on a ready node, ending at its job's start plus max run time.
+
+    A finished job's allocation is about to be released (now); a job without a
+    max run time has an unknown end (None).
+    """
+    ready = Allocation.objects.filter(node__state=Node.State.READY)
+    cards: dict[int, list[CardUse]] = {}
+    for allocation_id, index, compute, memory in CardAllocation.objects.filter(
+        allocation__node__state=Node.State.READY
+    ).values_list("allocation_id", "card__index", "compute_percent", "memory_mib"):
+        cards.setdefault(allocation_id, []).append(CardUse(index, compute, memory))
+    releases = []
+    final_states = set(Job.FINAL_STATES)
+    durations: dict[int, timedelta] = {}
+    for row in ready.order_by("created_at", "pk").values_list(
+        "pk",
+        "node_id",
+        "cpu_milli",
+        "memory_mib",
+        "storage_gib",
+        "gpu_count",
+        "created_at",
+        "replica__job__state",
+        "replica__job__started_at",
+        "replica__job__max_runtime_minutes",
+    ):
+        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime = row
+        if node_id not in cluster.nodes:
+            continue
+        use = ReplicaUse(node_id, cpu, memory, storage, tuple(cards.get(pk, ())), whole)
+        if state in final_states:
+            end = now
+        elif max_runtime is None:
+            end = None
+        else:
+            duration = durations.get(max_runtime) or durations.setdefault(
+                max_runtime, timedelta(minutes=max_runtime)
+            )
+            end = (started or created) + duration
+        releases.append(Release(end, len(releases), use))
+    return releases

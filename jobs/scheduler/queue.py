@@ -1,0 +1,75 @@
+"""The waiting jobs of one pass, in queue order: priority, then submission time.
+
+Each requested GPU model is its own queue (CPU jobs share one), so a blocked
+V100 job never holds back a P4 job; quota-wait and resource-wait are separate
+queues too, and ``queue_position`` counts within (state, model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from jobs.models import Job, JobPort
+from resources.catalog import ModelCatalog
+from resources.quota import REQUEST_FIELDS, request_from_values
+from resources.request import ResourceRequest
+
+CPU_QUEUE = ""
+
+
+@dataclass(slots=True)
+class WaitingJob:
+    pk: int
+    owner_id: int
+    state: str
+    state_reason: str
+    queue_position: int | None
+    estimated_start: datetime | None
+    max_runtime_minutes: int | None
+    attempt: int
+    request: ResourceRequest
+    ports: tuple[int, ...] = ()
+
+    @property
+    def requested_model(self) -> str | None:
+        return self.request.gpu_model.name if self.request.gpu_model else None
+
+    @property
+    def queue(self) -> str:
+        return self.requested_model or CPU_QUEUE
+
+    @property
+    def host_ports_needed(self) -> int:
+        """A host port per job port per replica, and a rendezvous port if distributed."""
+        rendezvous = 1 if self.request.replicas > 1 else 0
+        return self.request.replicas * len(self.ports) + rendezvous
+
+
+def load_waiting(catalog: ModelCatalog) -> list[WaitingJob]:
+    """Every waiting job in queue order (two queries)."""
+    waiting = Job.objects.filter(state__in=Job.WAITING_STATES)
+    rows = waiting.order_by("-priority", "submitted_at", "pk").values_list(
+        "pk",
+        "owner_id",
+        "state",
+        "state_reason",
+        "queue_position",
+        "estimated_start",
+        "max_runtime_minutes",
+        "attempt",
+        *REQUEST_FIELDS,
+    )
+    ports: dict[int, list[int]] = {}
+    for job_id, port in JobPort.objects.filter(job__state__in=Job.WAITING_STATES).values_list(
+        "job_id", "port"
+    ):
+        ports.setdefault(job_id, []).append(port)
+    return [
+        WaitingJob(
+            *row[:8],
+            request=request_from_values(row[8:], catalog),
+            ports=tuple(sorted(ports.get(row[0], ()))),
+        )
+        for row in rows
+    ]

@@ -1,0 +1,234 @@
+"""The cluster as one pass sees it: ready nodes and their cards, in memory.
+
+Loaded once per pass (two queries); placement and backfill then work on these
+objects only, and the pass writes what it decided in bulk at the end.
+What a replica takes (``ReplicaUse``) is a named tuple: passes build thousands.
+Indexes keep placement fast at a thousand nodes: nodes are bucketed by their
+number of wholly free cards, and (for virtual GPUs) cards by free compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from resources.catalog import ModelCatalog
+from resources.models import GpuCard, Node
+
+FULL_CARD_PERCENT = 100
+
+
+@dataclass(slots=True)
+class CardState:
+    index: int
+    pk: int
+    memory_mib: int
+    compute_free: int
+    memory_free_mib: int
+
+    @property
+    def whole_free(self) -> bool:
+        return self.compute_free == FULL_CARD_PERCENT and self.memory_free_mib == self.memory_mib
+
+
+class CardUse(NamedTuple):
+    index: int
+    compute_percent: int
+    memory_mib: int
+
+
+class ReplicaUse(NamedTuple):
+    """What one replica takes on one node (``whole_cards``: cards held exclusively)."""
+
+    node_pk: int
+    cpu_milli: int
+    memory_mib: int
+    storage_gib: int
+    cards: tuple[CardUse, ...] = ()
+    whole_cards: int = 0
+
+
+@dataclass(slots=True)
+class NodeState:
+    pk: int
+    name: str
+    model: str | None
+    cpu_free: int
+    memory_free: int
+    storage_free: int
+    cards: dict[int, CardState] = field(default_factory=dict)
+    whole_free: int = 0
+
+    def copy(self) -> NodeState:
+        cards = {
+            i: CardState(c.index, c.pk, c.memory_mib, c.compute_free, c.memory_free_mib)
+            for i, c in self.cards.items()
+        }
+        return NodeState(
+            self.pk,
+            self.name,
+            self.model,
+            self.cpu_free,
+            self.memory_free,
+            self.storage_free,
+            cards,
+            self.whole_free,
+        )
+
+    def apply(self, use: ReplicaUse, sign: int = 1) -> None:
+        """Take (``sign=1``) or give back (``sign=-1``) what ``use`` holds."""
+        self.cpu_free -= sign * use.cpu_milli
+        self.memory_free -= sign * use.memory_mib
+        self.storage_free -= sign * use.storage_gib
+        for card_use in use.cards:
+            card = self.cards[card_use.index]
+            was_whole = card.whole_free
+            card.compute_free -= sign * card_use.compute_percent
+            card.memory_free_mib -= sign * card_use.memory_mib
+            self.whole_free += card.whole_free - was_whole
+
+    def holds(self, use: ReplicaUse) -> bool:
+        """Whether everything ``use`` takes is free here (cards by index)."""
+        if (
+            use.cpu_milli > self.cpu_free
+            or use.memory_mib > self.memory_free
+            or use.storage_gib > self.storage_free
+        ):
+            return False
+        for card_use in use.cards:
+            card = self.cards.get(card_use.index)
+            if (
+                card is None
+                or card.compute_free < card_use.compute_percent
+                or card.memory_free_mib < card_use.memory_mib
+            ):
+                return False
+        return True
+
+
+class Cluster:
+    """Ready nodes with indexes for best-fit search; ``allocate`` keeps them current."""
+
+    def __init__(self, nodes: list[NodeState], catalog: ModelCatalog) -> None:
+        self.catalog = catalog
+        self.nodes = {node.pk: node for node in nodes}
+        self.max_cards = max((len(node.cards) for node in nodes), default=0)
+        self.by_model: dict[str | None, list[NodeState]] = {}
+        self._buckets: dict[str | None, list[dict[int, NodeState]]] = {}
+        for node in nodes:
+            self.by_model.setdefault(node.model, []).append(node)
+            self._bucket(node.model, node.whole_free)[node.pk] = node
+        self._card_buckets: dict[str, list[dict[tuple[int, int], None]]] = {}
+
+    @classmethod
+    def load(cls, catalog: ModelCatalog | None = None) -> Cluster:
+        catalog = catalog or ModelCatalog.load()
+        ready = Node.objects.filter(state=Node.State.READY).order_by("name")
+        rows = ready.values_list(
+            "pk",
+            "name",
+            "gpu_model__name",
+            "gpu_count",
+            "cpu_milli",
+            "cpu_allocated_milli",
+            "memory_mib",
+            "memory_allocated_mib",
+            "storage_gib",
+            "storage_allocated_gib",
+        )
+        nodes, gpu_counts = [], {}
+        for row in rows:
+            pk, name, model, count, cpu, cpu_used, memory, memory_used, storage, storage_used = row
+            gpu_counts[pk] = count
+            nodes.append(
+                NodeState(
+                    pk=pk,
+                    name=name,
+                    model=model if count else None,
+                    cpu_free=cpu - cpu_used,
+                    memory_free=memory - memory_used,
+                    storage_free=storage - storage_used,
+                )
+            )
+        by_pk = {node.pk: node for node in nodes}
+        cards = GpuCard.objects.filter(node__state=Node.State.READY).order_by("node_id", "index")
+        for node_pk, index, pk, memory, compute_used, memory_used in cards.values_list(
+            "node_id",
+            "index",
+            "pk",
+            "memory_mib",
+            "compute_allocated_percent",
+            "memory_allocated_mib",
+        ):
+            # Cards past the node's count linger only while still allocated.
+            if node_pk in by_pk and index < gpu_counts[node_pk]:
+                card = CardState(
+                    index, pk, memory, FULL_CARD_PERCENT - compute_used, memory - memory_used
+                )
+                by_pk[node_pk].cards[index] = card
+                by_pk[node_pk].whole_free += card.whole_free
+        return cls(nodes, catalog)
+
+    def models_of(self, requested: str | None) -> tuple[str | None, ...] | None:
+        """The node models that may serve a request (None: any node, for CPU jobs)."""
+        if requested is None:
+            return None
+        return self.catalog.physical_models(requested)
+
+    def nodes_by_whole_free(
+        self, models: tuple[str | None, ...] | None, minimum: int = 0
+    ) -> Iterator[NodeState]:
+        """Nodes of these models, fewest wholly free cards first (from ``minimum``).
+
+        Callers finish iterating before they ``allocate`` (which moves nodes
+        between buckets), so the buckets are iterated without copies.
+        """
+        keys = list(self.by_model) if models is None else models
+        for free in range(minimum, self.max_cards + 1):
+            for model in keys:
+                buckets = self._buckets.get(model)
+                if buckets and free < len(buckets):
+                    yield from buckets[free].values()
+
+    def cards_by_compute_free(
+        self, models: tuple[str | None, ...], minimum: int
+    ) -> Iterator[tuple[NodeState, CardState]]:
+        """Cards of these models with at least ``minimum`` % free, tightest first."""
+        for model in models:
+            if model is not None and model not in self._card_buckets:
+                self._index_cards(model)
+        for free in range(minimum, FULL_CARD_PERCENT + 1):
+            for model in models:
+                if model is None:
+                    continue
+                for node_pk, index in self._card_buckets[model][free]:
+                    node = self.nodes[node_pk]
+                    yield node, node.cards[index]
+
+    def allocate(self, use: ReplicaUse, sign: int = 1) -> None:
+        node = self.nodes[use.node_pk]
+        before = node.whole_free
+        card_before = {u.index: node.cards[u.index].compute_free for u in use.cards}
+        node.apply(use, sign)
+        if node.whole_free != before:
+            del self._buckets[node.model][before][node.pk]
+            self._bucket(node.model, node.whole_free)[node.pk] = node
+        card_index = self._card_buckets.get(node.model)
+        if card_index is not None:
+            for index, old_free in card_before.items():
+                del card_index[old_free][(node.pk, index)]
+                card_index[node.cards[index].compute_free][(node.pk, index)] = None
+
+    def _bucket(self, model: str | None, free: int) -> dict[int, NodeState]:
+        buckets = self._buckets.setdefault(model, [])
+        while len(buckets) <= free:
+            buckets.append({})
+        return buckets[free]
+
+    def _index_cards(self, model: str) -> None:
+        index: list[dict[tuple[int, int], None]] = [{} for _ in range(FULL_CARD_PERCENT + 1)]
+        for node in self.by_model.get(model, ()):
+            for card in node.cards.values():
+                index[card.compute_free][(node.pk, card.index)] = None
+        self._card_buckets[model] = index

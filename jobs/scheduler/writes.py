@@ -1,0 +1,253 @@
+"""The pass's writes, in bulk and in the pass's one transaction.
+
+Starting jobs: the conditional state change first (a job stopped meanwhile is
+dropped), then the node and card columns (increments, so the CHECK
+constraints refuse an over-commit), then the rows: replicas, allocations,
+card allocations, host ports. Waiting jobs: their reason, queue position and
+estimated start, only where something changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from jobs.models import Job, PortAllocation, Replica
+from jobs.services.transitions import Transition, job_transition_many
+from resources.models import Allocation, CardAllocation
+from trainyard.bulk import insert_rows, update_from_values
+
+from .columns import add_to_allocated
+from .queue import WaitingJob
+from .state import Cluster, ReplicaUse
+
+
+class NodeChanged(Exception):
+    """A node left the ready state while the pass ran; the pass is retried."""
+
+
+@dataclass(frozen=True)
+class Start:
+    job: WaitingJob
+    uses: tuple[ReplicaUse, ...]
+    host_ports: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Waiting:
+    job: WaitingJob
+    state: str
+    reason: str
+    queue_position: int | None
+    estimated_start: datetime | None
+
+
+def write_starts(starts: list[Start], cluster: Cluster) -> list[int]:
+    """Move these jobs to ``starting`` with everything they hold; return their ids."""
+    moved = job_transition_many(
+        transitions=[
+            Transition(
+                job_id=start.job.pk,
+                from_state=start.job.state,
+                to_state=Job.State.STARTING,
+                reason=_start_reason(start, cluster),
+                old_reason=start.job.state_reason,
+                data={
+                    "nodes": [cluster.nodes[use.node_pk].name for use in start.uses],
+                    "cards": [[card.index for card in use.cards] for use in start.uses],
+                },
+                fields={
+                    "attempt": max(start.job.attempt, 1),
+                    "queue_position": None,
+                    "estimated_start": None,
+                },
+            )
+            for start in starts
+        ]
+    )
+    starts = [start for start in starts if start.job.pk in moved]
+    if not starts:
+        return []
+    _hold_on_nodes(starts, cluster)
+    replica_ids = _write_replicas(starts)
+    _write_allocations(starts, replica_ids, cluster)
+    _write_ports(starts, replica_ids)
+    return [start.job.pk for start in starts]
+
+
+def write_waiting(changes: list[Waiting]) -> None:
+    """Record each waiting job's state, reason, position and estimate where they changed.
+
+    A new state, or a reason of a new kind, is a transition with an event; a
+    reason whose numbers alone changed ("1 has them" → "2 have them") is not.
+    """
+    transitions, annotations = [], []
+    for change in changes:
+        job = change.job
+        if (
+            job.state == change.state
+            and job.state_reason == change.reason
+            and job.queue_position == change.queue_position
+            and job.estimated_start == change.estimated_start
+        ):
+            continue
+        fields = {
+            "queue_position": change.queue_position,
+            "estimated_start": change.estimated_start,
+        }
+        if job.state != change.state or _kind(job.state_reason) != _kind(change.reason):
+            transitions.append(
+                Transition(
+                    job_id=job.pk,
+                    from_state=job.state,
+                    to_state=change.state,
+                    reason=change.reason,
+                    old_reason=job.state_reason,
+                    fields=fields,
+                )
+            )
+        else:
+            annotations.append((job.pk, job.state, change.reason, *fields.values()))
+    job_transition_many(transitions=transitions)
+    update_from_values(
+        Job,
+        rows=annotations,
+        match_fields=["state"],
+        set_fields=["state_reason", "queue_position", "estimated_start"],
+    )
+
+
+def _kind(reason: str) -> str:
+    """What a reason is about: the need before the semicolon, numbers aside.
+
+    Every reason puts what is free now after a semicolon ("; 1 has them",
+    "; your quota is 8 and 6 are in use"), which changes from pass to pass.
+    """
+    need = re.split("[;；]", reason, maxsplit=1)[0]
+    return re.sub(r"\d+(\.\d+)?", "#", need)
+
+
+def _start_reason(start: Start, cluster: Cluster) -> str:
+    parts = []
+    for use in start.uses:
+        name = cluster.nodes[use.node_pk].name
+        if use.cards:
+            cards = ", ".join(str(card.index) for card in use.cards)
+            parts.append(_("%(node)s (cards %(cards)s)") % {"node": name, "cards": cards})
+        else:
+            parts.append(name)
+    return _("Starting on %(placement)s") % {"placement": "; ".join(parts)}
+
+
+def _hold_on_nodes(starts: list[Start], cluster: Cluster) -> None:
+    node_deltas: dict[int, list[int]] = {}
+    card_deltas: dict[int, list[int]] = {}
+    for start in starts:
+        for use in start.uses:
+            delta = node_deltas.setdefault(use.node_pk, [0, 0, 0, 0])
+            delta[0] += use.whole_cards
+            delta[1] += use.cpu_milli
+            delta[2] += use.memory_mib
+            delta[3] += use.storage_gib
+    for start in starts:
+        for use in start.uses:
+            for card in use.cards:
+                card_pk = cluster.nodes[use.node_pk].cards[card.index].pk
+                delta = card_deltas.setdefault(card_pk, [0, 0])
+                delta[0] += card.compute_percent
+                delta[1] += card.memory_mib
+    if not add_to_allocated(nodes=node_deltas, cards=card_deltas, ready_only=True):
+        raise NodeChanged
+
+
+def _write_replicas(starts: list[Start]) -> dict[tuple[int, int], int]:
+    """Replica rows for each start (re-used when a job is placed again); ids by (job, index)."""
+    existing = {
+        (job_id, index): pk
+        for pk, job_id, index in Replica.objects.filter(
+            job_id__in=[start.job.pk for start in starts]
+        ).values_list("pk", "job_id", "index")
+    }
+    new, moved = [], []
+    for start in starts:
+        for index, use in enumerate(start.uses):
+            cards = [card.index for card in use.cards]
+            pk = existing.get((start.job.pk, index))
+            if pk is None:
+                new.append((start.job.pk, index, use.node_pk, cards))
+            else:
+                moved.append((pk, use.node_pk, cards))
+    update_from_values(Replica, rows=moved, set_fields=["node", "card_indices"])
+    created = insert_rows(
+        Replica, fields=["job", "index", "node", "card_indices"], rows=new, returning=True
+    )
+    for (job_id, index, _node, _cards), pk in zip(new, created, strict=True):
+        existing[job_id, index] = pk
+    return existing
+
+
+def _write_allocations(
+    starts: list[Start], replica_ids: dict[tuple[int, int], int], cluster: Cluster
+) -> None:
+    now = timezone.now()
+    uses = [
+        (replica_ids[start.job.pk, index], use)
+        for start in starts
+        for index, use in enumerate(start.uses)
+    ]
+    created = insert_rows(
+        Allocation,
+        fields=[
+            "replica",
+            "node",
+            "gpu_count",
+            "cpu_milli",
+            "memory_mib",
+            "storage_gib",
+            "created_at",
+        ],
+        rows=[
+            (
+                replica_id,
+                use.node_pk,
+                use.whole_cards,
+                use.cpu_milli,
+                use.memory_mib,
+                use.storage_gib,
+                now,
+            )
+            for replica_id, use in uses
+        ],
+        returning=True,
+    )
+    insert_rows(
+        CardAllocation,
+        fields=["allocation", "card", "compute_percent", "memory_mib"],
+        rows=[
+            (
+                allocation_id,
+                cluster.nodes[use.node_pk].cards[card.index].pk,
+                card.compute_percent,
+                card.memory_mib,
+            )
+            for allocation_id, (_replica_id, use) in zip(created, uses, strict=True)
+            for card in use.cards
+        ],
+    )
+
+
+def _write_ports(starts: list[Start], replica_ids: dict[tuple[int, int], int]) -> None:
+    """A host port per job port per replica; the rendezvous port (no job port) on replica 0."""
+    rows = []
+    for start in starts:
+        host_ports = iter(start.host_ports)
+        for index in range(len(start.uses)):
+            replica_id = replica_ids[start.job.pk, index]
+            if index == 0 and len(start.uses) > 1:
+                rows.append((replica_id, None, next(host_ports)))
+            rows.extend((replica_id, port, next(host_ports)) for port in start.job.ports)
+    insert_rows(PortAllocation, fields=["replica", "job_port", "host_port"], rows=rows)
