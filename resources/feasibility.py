@@ -8,13 +8,14 @@ not matter: a feasible job waits in a queue, an infeasible one never starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, F, Max, Q, QuerySet
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from .catalog import ModelCatalog
 from .models import MIB_PER_GIB, GpuModel, Node
 from .quota import quota_limits
 from .ratios import mib_to_gib, milli_to_cores
@@ -167,7 +168,43 @@ def _quota_errors(request: ResourceRequest, user: AbstractBaseUser | None) -> li
         return []
     limits = quota_limits(user=user)
     need = request.quota_vector()
-    return [_quota_error(key, need[key], limits[key]) for key in need.exceeded_limits(limits)]
+    model = request.gpu_model
+    catalog = ModelCatalog.load() if model is not None else None
+    if model is not None and not model.is_aggregated:
+        # Cards held on a model also count against every aggregated model containing it.
+        need = catalog.charge(need, requested=model.name, physical=model.name)
+    errors = [_quota_error(key, need[key], limits[key]) for key in need.exceeded_limits(limits)]
+    if model is not None and model.is_aggregated:
+        errors += _member_quota_errors(request, limits, catalog)
+    return errors
+
+
+def _member_quota_errors(
+    request: ResourceRequest, limits: dict[str, int], catalog: ModelCatalog
+) -> list[tuple[str, str]]:
+    """Each replica of an aggregated request is charged to the member it lands on."""
+    name = request.gpu_model.name
+    one = replace(request, replicas=1).quota_vector()
+    members = catalog.physical_models(name)
+    fit = 0
+    for member in members:
+        charged = catalog.charge(one, requested=name, physical=member)
+        own = {k: v for k, v in charged.items() if k.endswith(f":{member}") and k in limits}
+        fit += min((limits[k] // v for k, v in own.items()), default=request.replicas)
+    if fit >= request.replicas:
+        return []
+    message = _(
+        "your quotas of the models in %(model)s (%(members)s) hold %(fit)s of the job's "
+        "%(replicas)s replicas"
+    )
+    values = {
+        "model": name,
+        "members": ", ".join(members),
+        "fit": fit,
+        "replicas": request.replicas,
+    }
+    field_name = "vgpu_compute_percent" if request.is_vgpu else "gpu_count"
+    return [(field_name, message % values)]
 
 
 def _quota_error(key: str, need: int, limit: int) -> tuple[str, str]:

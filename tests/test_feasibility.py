@@ -161,7 +161,8 @@ def test_quota_in_use_does_not_make_a_request_infeasible(site, owner):
 def test_query_count_does_not_grow_with_nodes(site, owner, django_assert_max_num_queries):
     for i in range(30):
         NodeFactory(name=f"extra-{i}", gpu_model=site.v100)
-    with django_assert_max_num_queries(3):
+    # Members, nodes (one aggregate), quota rows, and the model catalog (two).
+    with django_assert_max_num_queries(5):
         request_feasibility(request=gpu(site.star_v100, 4, replicas=2), user=owner)
 
 
@@ -196,3 +197,24 @@ def test_api_bad_input_is_422(owner_client, site):
     )
     assert response.status_code == 422
     assert list(response.json()["errors"]) == ["vgpu_compute_percent"]
+
+
+def test_cards_of_a_model_count_against_its_aggregate_quota(site, owner):
+    QuotaFactory(user=owner, gpu_model=site.star_v100, resource=Quota.Resource.GPU, limit=4)
+    result = request_feasibility(request=gpu(site.v100, 8), user=owner)
+    assert result.errors == {
+        "gpu_count": ["the job needs 8 *V100 cards in total; your whole quota is 4"]
+    }
+
+
+def test_aggregated_replicas_must_fit_the_members_quotas(site, owner):
+    QuotaFactory(user=owner, gpu_model=site.v100, resource=Quota.Resource.GPU, limit=4)
+    QuotaFactory(user=owner, gpu_model=site.v100_32g, resource=Quota.Resource.GPU, limit=0)
+    request = gpu(site.star_v100, 4, cores=48, replicas=2)
+    assert request_feasibility(request=request, user=owner).errors == {
+        "gpu_count": [
+            "your quotas of the models in *V100 (V100, V100-32G) hold 1 of the job's 2 replicas"
+        ]
+    }
+    Quota.objects.filter(gpu_model=site.v100_32g).update(limit=4)
+    assert request_feasibility(request=request, user=owner).feasible
