@@ -7,8 +7,10 @@ move a started job on with ``job_transition`` and give back what it holds with
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 
+from django.db import connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
@@ -50,6 +52,16 @@ def fresh(job: Job) -> Job:
 def settle(passes: int = 3) -> None:
     for _ in range(passes):
         run_pass()
+
+
+@contextmanager
+def consistent_snapshot():
+    """Read in one snapshot while others write (PostgreSQL REPEATABLE READ)."""
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        yield
 
 
 def assert_invariants() -> None:
