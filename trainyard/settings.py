@@ -152,8 +152,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Seconds between two passes of each node agent (exits, deadlines, heartbeats).
 TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECONDS", "2"))
-# The node agent's tasks live outside an app's tasks.py.
-CELERY_IMPORTS = ["jobs.agent.tasks"]
+# The node agent's and the Slurm backend's tasks live outside an app's tasks.py.
+CELERY_IMPORTS = ["jobs.agent.tasks", "jobs.execution.slurm.tasks"]
 # Each entry expires so that missed runs of a periodic task do not pile up.
 CELERY_BEAT_SCHEDULE: dict = {
     "agent-polls": {
@@ -240,3 +240,35 @@ TRAINYARD_SANDBOX = os.environ.get("TRAINYARD_SANDBOX", "auto")
 # Replicas run as uid BASE + job id % COUNT when the agent is root (no passwd entry needed).
 TRAINYARD_SANDBOX_UID_BASE = int(os.environ.get("TRAINYARD_SANDBOX_UID_BASE", "200000"))
 TRAINYARD_SANDBOX_UID_COUNT = 100_000
+
+# Slurm backend (jobs/execution/slurm): inventory and tracking run only when this is on.
+TRAINYARD_SLURM_ENABLED = env_bool("TRAINYARD_SLURM", False)
+# The partition whose nodes Trainyard uses and submits to ("" = every node, default partition).
+TRAINYARD_SLURM_PARTITION = os.environ.get("TRAINYARD_SLURM_PARTITION", "")
+# The Slurm account Trainyard's jobs are charged to ("" = the submitting user's default).
+TRAINYARD_SLURM_ACCOUNT = os.environ.get("TRAINYARD_SLURM_ACCOUNT", "")
+# Folder holding sbatch, squeue, scancel, sinfo and sacct ("" = found on PATH).
+TRAINYARD_SLURM_BIN_DIR = os.environ.get("TRAINYARD_SLURM_BIN_DIR", "")
+# slurm.conf the tools read (passed as SLURM_CONF; "" = Slurm's own default).
+TRAINYARD_SLURM_CONF = os.environ.get("TRAINYARD_SLURM_CONF", os.environ.get("SLURM_CONF", ""))
+# Slurm job names start with this; it tells this installation's jobs from anyone else's.
+TRAINYARD_SLURM_JOB_PREFIX = os.environ.get("TRAINYARD_SLURM_JOB_PREFIX", "trainyard")
+# Seconds a Slurm tool may take before the controller counts as unreachable for this pass.
+TRAINYARD_SLURM_COMMAND_TIMEOUT = float(os.environ.get("TRAINYARD_SLURM_COMMAND_TIMEOUT", "20"))
+# Seconds between tracking passes (states, exits, stops) and between inventory syncs.
+TRAINYARD_SLURM_TRACK_SECONDS = float(os.environ.get("TRAINYARD_SLURM_TRACK_SECONDS", "3"))
+TRAINYARD_SLURM_SYNC_SECONDS = float(os.environ.get("TRAINYARD_SLURM_SYNC_SECONDS", "60"))
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "slurm-track": {
+            "task": "jobs.slurm.track",
+            "schedule": timedelta(seconds=TRAINYARD_SLURM_TRACK_SECONDS),
+            "options": {"expires": TRAINYARD_SLURM_TRACK_SECONDS},
+        },
+        "slurm-sync-nodes": {
+            "task": "jobs.slurm.sync_nodes",
+            "schedule": timedelta(seconds=TRAINYARD_SLURM_SYNC_SECONDS),
+            "options": {"expires": TRAINYARD_SLURM_SYNC_SECONDS},
+        },
+    }
+)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# A four-node Slurm cluster on this one machine: munge, slurmctld and four
-# `slurmd -N gpu0N`, each node with four declared V100 cards.
+# A Slurm cluster on this one machine: munge, slurmctld and one `slurmd -N gpu0N`
+# per node, each node with four declared V100 cards. gpu01-gpu04 form the
+# partition `trainyard`; gpu05 waits in `spare` (an admin adds it to `trainyard`).
 #
 #   deploy/slurm-dev/slurm-dev.sh start    # idempotent; prints the SLURM_CONF line
 #   deploy/slurm-dev/slurm-dev.sh status   # exit 0 when the controller answers and all nodes are up
 #   deploy/slurm-dev/slurm-dev.sh stop     # stops slurmd, slurmctld (and munge if it started it)
 #   deploy/slurm-dev/slurm-dev.sh env      # prints `export SLURM_CONF=...` for a shell
+#   deploy/slurm-dev/slurm-dev.sh stop-controller   # only slurmctld (`start` brings it back)
 #
 # Everything (rendered config, state, spool, logs, fake GPU files) lives under
 # $TRAINYARD_SLURM_DEV_DIR, by default var/slurm-dev in the checkout. Runs as root.
@@ -15,7 +17,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 DIR="${TRAINYARD_SLURM_DEV_DIR:-$ROOT/var/slurm-dev}"
 CTLD_PORT="${TRAINYARD_SLURM_DEV_PORT:-16817}"
-NODES="gpu01 gpu02 gpu03 gpu04"
+NODES="gpu01 gpu02 gpu03 gpu04 gpu05"
 export SLURM_CONF="$DIR/etc/slurm.conf"
 
 log() { echo "slurm-dev: $*" >&2; }
@@ -25,14 +27,15 @@ pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 render() {
   local host
   host="$(hostname -s)"
-  mkdir -p "$DIR"/{etc,state,run,log} "$DIR"/spool/gpu0{1,2,3,4}
+  mkdir -p "$DIR"/{etc,state,run,log}
   for node in $NODES; do
-    mkdir -p "$DIR/dev/$node"
+    mkdir -p "$DIR/dev/$node" "$DIR/spool/$node"
     for card in 0 1 2 3; do [ -e "$DIR/dev/$node/nvidia$card" ] || mknod "$DIR/dev/$node/nvidia$card" c 1 3 2>/dev/null || touch "$DIR/dev/$node/nvidia$card"; done
   done
   sed -e "s|@DIR@|$DIR|g" -e "s|@HOST@|$host|g" -e "s|@CTLD_PORT@|$CTLD_PORT|g" \
     -e "s|@NODE_PORT_1@|$((CTLD_PORT + 1))|g" -e "s|@NODE_PORT_2@|$((CTLD_PORT + 2))|g" \
     -e "s|@NODE_PORT_3@|$((CTLD_PORT + 3))|g" -e "s|@NODE_PORT_4@|$((CTLD_PORT + 4))|g" \
+    -e "s|@NODE_PORT_5@|$((CTLD_PORT + 5))|g" \
     "$HERE/slurm.conf.in" >"$DIR/etc/slurm.conf"
   sed -e "s|@DIR@|$DIR|g" "$HERE/gres.conf.in" >"$DIR/etc/gres.conf"
   cp "$HERE/cgroup.conf" "$DIR/etc/cgroup.conf"
@@ -58,7 +61,8 @@ nodes_up() {
   # Every node answers (idle, mixed or allocated; not down, not "not responding").
   local states
   states="$(sinfo -h -N -o '%T' 2>/dev/null)" || return 1
-  [ "$(echo "$states" | grep -cE '^(idle|mixed|allocated|completing|draining|drained)$')" -eq 4 ]
+  [ "$(echo "$states" | grep -cE '^(idle|mixed|allocated|completing|draining|drained)$')" \
+    -eq "$(echo $NODES | wc -w)" ]
 }
 
 start() {
@@ -75,10 +79,12 @@ start() {
   for node in $NODES; do
     pid_alive "$DIR/run/slurmd-$node.pid" || /usr/sbin/slurmd -f "$SLURM_CONF" -N "$node"
   done
+  # A node left down by an earlier unclean stop comes back here (drained ones stay drained).
+  for node in $(sinfo -h -N -t down -o %N 2>/dev/null | sort -u); do
+    scontrol update nodename="$node" state=resume 2>/dev/null || true
+  done
   for _ in $(seq 300); do nodes_up && break; sleep 0.2; done
   nodes_up || { log "nodes did not come up:"; sinfo -N >&2; exit 1; }
-  # A node left down by an earlier unclean stop comes back here.
-  scontrol update nodename=gpu0[1-4] state=resume 2>/dev/null || true
   echo "export SLURM_CONF=$SLURM_CONF"
 }
 
@@ -104,7 +110,8 @@ stop() {
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
+  stop-controller) stop_pidfile "$DIR/run/slurmctld.pid" ;;
   status) controller_up && nodes_up ;;
   env) echo "export SLURM_CONF=$SLURM_CONF" ;;
-  *) echo "usage: $0 start|stop|status|env" >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|stop-controller|status|env" >&2; exit 2 ;;
 esac

@@ -1,0 +1,272 @@
+"""Slurm's command-line tools, and what they say, as Python values.
+
+Every call has a timeout. A controller that does not answer (down, restarting,
+overloaded) raises ``SlurmUnavailable``: callers leave things as they are and
+try again on the next pass, so a briefly unreachable ``slurmctld`` loses
+nothing. A command that ran and was refused raises ``SlurmRefused`` with
+Slurm's message.
+
+Lists come from ``--json`` (Slurm 21.08 and later), which Slurm 22.05 prints
+for every job and node whatever the filters; we filter here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+# Words in Slurm's messages that mean "the controller did not answer", not "no".
+UNREACHABLE_MARKERS = (
+    "unable to contact slurm controller",
+    "socket timed out",
+    "connection refused",
+    "communication connection failure",
+    "zero bytes were transmitted",
+    "slurm_receive_msg",
+    "slurmctld is not responding",
+)
+
+
+class SlurmUnavailable(Exception):
+    """The controller did not answer, or a tool is missing; try again later."""
+
+
+class SlurmRefused(Exception):
+    """Slurm answered and refused (bad request, unknown job, …)."""
+
+
+def run(tool: str, args: list[str], *, input_text: str | None = None, env: dict | None = None):
+    """Run a Slurm tool and return its standard output."""
+    argv = [_tool_path(tool), *args]
+    try:
+        result = subprocess.run(
+            argv,
+            input=input_text,
+            capture_output=True,
+            text=True,
+            env=tool_environment(env),
+            timeout=settings.TRAINYARD_SLURM_COMMAND_TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError as error:
+        raise SlurmUnavailable(f"{tool} is not installed: {error}") from error
+    except subprocess.TimeoutExpired as error:
+        raise SlurmUnavailable(f"{tool} did not answer within {error.timeout} s") from error
+    if result.returncode != 0:
+        message = (result.stderr or result.stdout).strip()
+        if any(marker in message.lower() for marker in UNREACHABLE_MARKERS):
+            raise SlurmUnavailable(message)
+        raise SlurmRefused(message or f"{tool} exited with {result.returncode}")
+    return result.stdout
+
+
+def _tool_path(tool: str) -> str:
+    if settings.TRAINYARD_SLURM_BIN_DIR:
+        return str(Path(settings.TRAINYARD_SLURM_BIN_DIR) / tool)
+    return shutil.which(tool) or tool
+
+
+def tool_environment(extra: dict | None) -> dict[str, str]:
+    """The tools' environment: nothing of ours but the Slurm configuration path.
+
+    ``sbatch --export=ALL`` hands exactly this environment to the job, so the
+    platform's own variables (database, broker, secret key) never reach it.
+    """
+    env = {"PATH": os.defpath} if extra is None else dict(extra)
+    if settings.TRAINYARD_SLURM_CONF:
+        env["SLURM_CONF"] = str(settings.TRAINYARD_SLURM_CONF)
+    return env
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    job_id: str
+    name: str
+    state: str
+    reason: str
+    wait_status: int | None  # as waitpid() gives it: exit code << 8 | signal
+    start_time: datetime | None
+    end_time: datetime | None
+    nodes: str
+
+    @property
+    def exit_code(self) -> int | None:
+        """The shell's view: the exit code, or 128 + the signal that killed it."""
+        if self.wait_status is None:
+            return None
+        signal_number = self.wait_status & 0x7F
+        return 128 + signal_number if signal_number else self.wait_status >> 8
+
+
+@dataclass(frozen=True)
+class SlurmNode:
+    name: str
+    state: str  # lower case base state: idle, mixed, allocated, down, …
+    flags: tuple[str, ...]  # DRAIN, NOT_RESPONDING, MAINTENANCE, …
+    reason: str
+    cpus: int
+    memory_mib: int
+    tmp_disk_mib: int
+    gres: str
+    partitions: tuple[str, ...]
+    address: str
+
+
+def jobs(*, name_prefix: str) -> dict[str, SlurmJob]:
+    """The jobs Slurm still knows (pending, running and recently ended) by id."""
+    data = json.loads(run("squeue", ["--json", "--states=all"]))
+    found = (_job(raw) for raw in data.get("jobs", []))
+    return {job.job_id: job for job in found if job.name.startswith(name_prefix)}
+
+
+def job_ids_named(name: str) -> list[str]:
+    """Ids of every job with this exact name that Slurm still knows, oldest first."""
+    output = run("squeue", ["--noheader", "--states=all", f"--name={name}", "--format=%i"])
+    return sorted((line.strip() for line in output.splitlines() if line.strip()), key=int)
+
+
+def finished_job(job_id: str) -> SlurmJob | None:
+    """A job ``squeue`` forgot, from accounting (``sacct``) where the site keeps it."""
+    try:
+        output = run(
+            "sacct",
+            [
+                "--noheader",
+                "--parsable2",
+                "--allocations",
+                f"--jobs={job_id}",
+                "--format=JobID,JobName,State,ExitCode,Start,End,NodeList",
+            ],
+        )
+    except SlurmRefused:
+        return None  # no accounting storage on this cluster
+    for line in output.splitlines():
+        fields = line.split("|")
+        if len(fields) == 7 and fields[0] == job_id:
+            code, _, signal_number = fields[3].partition(":")
+            return SlurmJob(
+                job_id=job_id,
+                name=fields[1],
+                state=fields[2].split()[0],
+                reason="",
+                wait_status=(int(code or 0) << 8) | int(signal_number or 0),
+                start_time=_parse_sacct_time(fields[4]),
+                end_time=_parse_sacct_time(fields[5]),
+                nodes=fields[6],
+            )
+    return None
+
+
+def nodes() -> list[SlurmNode]:
+    data = json.loads(run("sinfo", ["--json"]))
+    return [_node(raw) for raw in data.get("nodes", [])]
+
+
+def submit(*, argv: list[str], script: str, env: dict[str, str]) -> str:
+    """``sbatch`` the script; return the new job's id."""
+    output = run("sbatch", ["--parsable", *argv], input_text=script, env=env)
+    return output.strip().split(";")[0]
+
+
+def signal(job_ids: list[str], *, signal_name: str) -> None:
+    """Send every process of the jobs (the batch shell too) a signal."""
+    _scancel([f"--signal={signal_name}", "--full", *job_ids])
+
+
+def cancel(job_ids: list[str]) -> None:
+    """End the jobs: TERM, Slurm's KillWait, then KILL."""
+    _scancel(job_ids)
+
+
+def _scancel(args: list[str]) -> None:
+    try:
+        run("scancel", args)
+    except SlurmRefused as error:
+        # A job that already ended is what we wanted.
+        if (
+            "already completing or completed" not in str(error).lower()
+            and "invalid job id" not in str(error).lower()
+        ):
+            raise
+
+
+def _job(raw: dict) -> SlurmJob:
+    return SlurmJob(
+        job_id=str(raw["job_id"]),
+        name=raw.get("name", ""),
+        state=_first(raw.get("job_state")),
+        reason=raw.get("state_reason") or "",
+        wait_status=_wait_status(raw.get("exit_code")),
+        start_time=_epoch(raw.get("start_time")),
+        end_time=_epoch(raw.get("end_time")),
+        nodes=raw.get("nodes") or "",
+    )
+
+
+def _node(raw: dict) -> SlurmNode:
+    state = _first(raw.get("state")).lower()
+    flags = tuple(str(flag).upper() for flag in raw.get("state_flags") or [])
+    if isinstance(raw.get("state"), list):  # newer Slurm: the flags are in the state list
+        flags += tuple(str(s).upper() for s in raw["state"][1:])
+    return SlurmNode(
+        name=raw["name"],
+        state=state,
+        flags=flags,
+        reason=raw.get("reason") or "",
+        cpus=int(_number(raw.get("cpus"))),
+        memory_mib=int(_number(raw.get("real_memory"))),
+        tmp_disk_mib=int(_number(raw.get("temporary_disk"))),
+        gres=raw.get("gres") or "",
+        partitions=tuple(raw.get("partitions") or []),
+        address=raw.get("address") or raw["name"],
+    )
+
+
+def _first(value) -> str:
+    if isinstance(value, list):
+        return str(value[0]) if value else ""
+    return str(value or "")
+
+
+def _number(value) -> float:
+    """Slurm 22.05 prints plain numbers; later versions ``{"set": …, "number": …}``."""
+    if isinstance(value, dict):
+        return (value.get("number") or 0) if value.get("set", True) else 0
+    return value or 0
+
+
+def _epoch(value) -> datetime | None:
+    seconds = _number(value)
+    return datetime.fromtimestamp(seconds, tz=UTC) if seconds else None
+
+
+def _wait_status(value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):  # newer Slurm: {"return_code": …, "signal": {"id": …}}
+        code = int(_number(value.get("return_code")))
+        signal_number = int(_number((value.get("signal") or {}).get("id")))
+        return (code << 8) | signal_number
+    return int(value)
+
+
+def _parse_sacct_time(value: str) -> datetime | None:
+    """``sacct`` prints the cluster's local time without a zone."""
+    try:
+        return datetime.fromisoformat(value).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def log_unavailable(what: str, error: SlurmUnavailable) -> None:
+    logger.warning("Slurm unavailable while %s: %s", what, error)

@@ -1,0 +1,146 @@
+"""Slurm job states in Trainyard's terms.
+
+A Slurm job is pending (the attempt waits), active (the attempt runs) or
+ended; an ended job becomes one final attempt state per replica:
+
+========================  =====================================================
+Slurm                     attempt
+========================  =====================================================
+COMPLETED                 succeeded (each replica's own exit code when recorded)
+FAILED                    failed, with the exit code and the log's last lines
+OUT_OF_MEMORY             failed (the user's request was too small)
+TIMEOUT, DEADLINE         timed out: Slurm enforced the max run time
+CANCELLED                 stopped (by Trainyard, or by someone in Slurm)
+NODE_FAIL, BOOT_FAIL      lost to the platform: not billed, placed again
+PREEMPTED                 lost to the platform: not billed, placed again
+(forgotten, no exit.json) lost to the platform (``VANISHED``)
+========================  =====================================================
+
+A stop or deadline Trainyard asked for (``stop.json``) decides over what the
+job did afterwards, as with the local agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from jobs.execution.files import log_tail
+from jobs.models import ReplicaAttempt
+
+from .cli import SlurmJob
+
+State = ReplicaAttempt.State
+FAILURE_TAIL_LINES = 20
+
+PENDING = frozenset(
+    {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
+)
+ACTIVE = frozenset(
+    {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING"}
+)
+PLATFORM_FAULTS = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})
+# Our name for a job that Slurm forgot before we saw it end, leaving no exit status.
+VANISHED = "VANISHED"
+TIMED_OUT = frozenset({"TIMEOUT", "DEADLINE"})
+
+
+def is_pending(slurm_job: SlurmJob) -> bool:
+    return slurm_job.state in PENDING
+
+
+def is_active(slurm_job: SlurmJob) -> bool:
+    return slurm_job.state in ACTIVE
+
+
+def has_ended(slurm_job: SlurmJob) -> bool:
+    return not (is_pending(slurm_job) or is_active(slurm_job))
+
+
+@dataclass(frozen=True)
+class ReplicaRecord:
+    """What the replica's script and Trainyard wrote in the attempt folder."""
+
+    stop: dict | None  # Trainyard asked it to stop (kind, reason, requested_at)
+    exit: dict | None  # the replica's own exit (exit_code, summary, ended_at)
+    log: object  # Path of the log, for the failure's last lines
+    peer_failed: int | None  # index of another replica of the job that exited non-zero
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: str
+    exit_code: int | None
+    reason: str
+    platform_fault: bool = False
+
+
+def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttempt) -> Outcome:
+    """The final attempt state for a replica of an ended Slurm job."""
+    exit_code = record.exit["exit_code"] if record.exit else slurm_job.exit_code
+    state, detail, platform_fault = _classify(slurm_job, record, attempt, exit_code)
+    reason = _("Slurm job %(id)s ended %(state)s. %(detail)s") % {
+        "id": slurm_job.job_id,
+        "state": slurm_job.state,
+        "detail": detail,
+    }
+    return Outcome(state, exit_code, reason, platform_fault)
+
+
+def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, str, bool]:
+    if record.stop:
+        return record.stop["kind"], record.stop["reason"], False
+    if slurm_job.state in TIMED_OUT:
+        return State.TIMED_OUT, max_runtime_reason(attempt.replica.job.max_runtime_minutes), False
+    if slurm_job.state == VANISHED:
+        detail = _(
+            "Slurm no longer knows the job and its replica left no exit status; "
+            "it is not counted against the job."
+        )
+        return State.LOST, detail, True
+    if slurm_job.state in PLATFORM_FAULTS:
+        detail = _("Slurm lost the job (%(state)s); it is not counted against the job.") % {
+            "state": slurm_job.state
+        }
+        return State.LOST, detail, True
+    if slurm_job.state == "OUT_OF_MEMORY":
+        detail = _("The replica ran out of its %(memory)d MiB of memory.") % {
+            "memory": attempt.replica.job.memory_mib
+        }
+        return State.FAILED, detail, False
+    if slurm_job.state == "CANCELLED":
+        return State.STOPPED, _("Cancelled in Slurm."), False
+    if record.exit is None and record.peer_failed is not None:
+        detail = _("Stopped with its peers after replica %(index)d failed.") % {
+            "index": record.peer_failed
+        }
+        return State.STOPPED, detail, False
+    if exit_code == 0 and slurm_job.state == "COMPLETED":
+        return State.SUCCEEDED, _("Exited with code 0."), False
+    return State.FAILED, _failure_detail(record, exit_code), False
+
+
+def max_runtime_reason(minutes: int | None) -> str:
+    minutes = minutes or 0
+    return ngettext(
+        "Max run time of %(minutes)d minute exceeded.",
+        "Max run time of %(minutes)d minutes exceeded.",
+        minutes,
+    ) % {"minutes": minutes}
+
+
+def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> str:
+    summary = record.exit["summary"] if record.exit else describe_exit(exit_code)
+    return _("Exited with %(summary)s. Last lines of the log:\n%(tail)s") % {
+        "summary": summary,
+        "tail": log_tail(record.log, lines=FAILURE_TAIL_LINES),
+    }
+
+
+def describe_exit(exit_code: int | None) -> str:
+    """As the local runner words it: ``exit code 137 (SIGKILL)``."""
+    from jobs.agent.runner import describe
+
+    return describe(exit_code if exit_code is not None else 1)[1]

@@ -1,0 +1,192 @@
+"""The shell scripts a Slurm job runs, and the ``sbatch`` line that submits it.
+
+One Slurm job per job attempt: a single replica runs its replica script as
+the batch script; a distributed job asks for all its nodes at once (Slurm
+starts them together: the gang) and ``srun`` starts one replica script per
+node. Each replica script lives in its attempt folder (on the filesystem the
+platform shares with the cluster) and, like the local agent's runner:
+
+- appends everything to the attempt's log;
+- runs each phase (augmentation search, training) with exactly the replica's
+  environment (``env -i``), the per-line command script and the job's uid;
+- records ``phase-<name>.json`` when a phase starts and ``exit.json`` at the
+  end, which the tracking pass reads.
+
+The variables every replica shares travel with ``sbatch --export``; the ones
+that differ per replica (rank, ports) are set by its own script.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.execution.files import LOG_NAME
+
+REPLICA_SCRIPT = "slurm-replica.sh"
+TRAINING = "training"
+BASH = "/bin/bash"
+# What the job's replicas get from Slurm rather than from Trainyard.
+FROM_SLURM = ("CUDA_VISIBLE_DEVICES",)
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One replica of a Slurm job: where it runs and how."""
+
+    index: int
+    attempt_number: int
+    attempt_folder: Path
+    node_name: str
+    env: dict[str, str]
+    phases: list[tuple[str, list[str]]]  # (phase name, argv)
+
+    @property
+    def script_path(self) -> Path:
+        return self.attempt_folder / REPLICA_SCRIPT
+
+    @property
+    def log_path(self) -> Path:
+        return self.attempt_folder / LOG_NAME
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one replica asks of its node; Slurm gets the same numbers."""
+
+    cpu_milli: int
+    memory_mib: int
+    gres: str  # "gpu:v100:2", or "" for a CPU job
+    runtime_minutes: int | None  # Slurm's --time; None when Trainyard enforces it itself
+    warning_seconds: int
+
+
+def shared_environment(plans: list[ReplicaPlan]) -> dict[str, str]:
+    """The variables with one value across every replica (all of them, for one replica)."""
+    first, *others = plans
+    return {k: v for k, v in first.env.items() if all(p.env.get(k) == v for p in others)}
+
+
+def replica_script(
+    plan: ReplicaPlan, *, shared: dict[str, str], request: Request, deadline_seconds: int | None
+) -> str:
+    folder = shlex.quote(str(plan.attempt_folder))
+    own = {k: v for k, v in plan.env.items() if shared.get(k) != v}
+    names = sorted(set(plan.env) | set(FROM_SLURM))
+    clean_env = " ".join(f'{name}="${{{name}-}}"' for name in names)
+    lines = [
+        "#!/bin/bash",
+        f"# Trainyard job {plan.env.get('TRAINYARD_JOB_ID')}, replica {plan.index}, "
+        f"attempt {plan.attempt_number}: written by Trainyard's Slurm executor.",
+        f"folder={folder}",
+        f'exec >>"$folder/{LOG_NAME}" 2>&1',
+        *(f"export {name}={shlex.quote(value)}" for name, value in sorted(own.items())),
+    ]
+    lines += [
+        _HELPERS,
+        f"trap 'echo \"[trainyard] Slurm: the max run time ends in about "
+        f"{request.warning_seconds} s.\"' USR1",
+        f'echo "[trainyard] job $TRAINYARD_JOB_ID replica {plan.index} attempt '
+        f'{plan.attempt_number} on Slurm node $SLURMD_NODENAME (Slurm job $SLURM_JOB_ID)"',
+    ]
+    for name, argv in plan.phases:
+        if name == TRAINING and deadline_seconds:
+            # As with the local runner: the max run time counts from training's start.
+            lines.append(f"export TRAINYARD_DEADLINE=$(( $(date +%s) + {deadline_seconds} ))")
+        lines.append(f'run_phase {name} env -i {clean_env} {shlex.join(argv)} || finish "$status"')
+    lines.append("finish 0")
+    return "\n".join(lines) + "\n"
+
+
+_HELPERS = r"""now() { date -u +%Y-%m-%dT%H:%M:%S.%6N+00:00; }
+note() {  # name, JSON body: written whole, then renamed, as the local runner does
+  printf '%s\n' "$2" >"$folder/$1.json.partial" && mv -f "$folder/$1.json.partial" "$folder/$1.json"
+}
+run_phase() {  # phase name, then the command; waits through the USR1 warning
+  local name=$1; shift
+  note "phase-$name" "{\"started_at\": \"$(now)\", \"node\": \"$SLURMD_NODENAME\"}"
+  "$@" </dev/null &
+  local child=$!
+  while :; do
+    wait "$child"; status=$?
+    if [ "$status" -gt 128 ] && kill -0 "$child" 2>/dev/null; then continue; fi
+    break
+  done
+  return "$status"
+}
+finish() {
+  local code=$1 summary="exit code $1"
+  if [ "$code" -gt 128 ] && name=$(kill -l $((code - 128)) 2>/dev/null); then
+    summary="exit code $code (SIG$name)"
+  fi
+  echo "[trainyard] replica finished: $summary"
+  note exit "{\"exit_code\": $code, \"summary\": \"$summary\", \"ended_at\": \"$(now)\"}"
+  exit "$code"
+}"""
+
+
+def batch_script(plans: list[ReplicaPlan], *, request: Request) -> str:
+    run_replica = f"exec {BASH} --noprofile --norc"
+    if len(plans) == 1:
+        return f"#!/bin/bash\n{run_replica} {shlex.quote(str(plans[0].script_path))}\n"
+    cases = " ".join(
+        f"{shlex.quote(p.node_name)}) {run_replica} {shlex.quote(str(p.script_path))} ;;"
+        for p in plans
+    )
+    dispatch = (
+        f'case "$SLURMD_NODENAME" in {cases} esac; '
+        'echo "[trainyard] no replica for node $SLURMD_NODENAME" >&2; exit 97'
+    )
+    srun = [
+        "srun",
+        "--kill-on-bad-exit=1",
+        f"--nodes={len(plans)}",
+        f"--ntasks={len(plans)}",
+        "--ntasks-per-node=1",
+        f"--cpus-per-task={cpus(request.cpu_milli)}",
+        f"--mem={request.memory_mib}M",
+        *([f"--gres={request.gres}"] if request.gres else []),
+        "--export=ALL",
+        BASH,
+        "--noprofile",
+        "--norc",
+        "-c",
+        dispatch,
+    ]
+    return f"#!/bin/bash\nexec {shlex.join(srun)}\n"
+
+
+def sbatch_argv(
+    plans: list[ReplicaPlan], *, name: str, request: Request, partition: str, account: str
+) -> list[str]:
+    argv = [
+        f"--job-name={name}",
+        f"--nodes={len(plans)}",
+        f"--nodelist={','.join(p.node_name for p in plans)}",
+        "--ntasks-per-node=1",
+        f"--cpus-per-task={cpus(request.cpu_milli)}",
+        f"--mem={request.memory_mib}M",
+        # Exactly the tools' environment, which is the replicas' shared variables:
+        # any other value would make Slurm load the service user's login environment.
+        "--export=ALL",
+        f"--output={plans[0].log_path}",
+        "--open-mode=append",
+        "--chdir=/",
+        "--no-requeue",
+    ]
+    if request.gres:
+        argv.append(f"--gres={request.gres}")
+    if request.runtime_minutes:
+        argv += [f"--time={request.runtime_minutes}", f"--signal=B:USR1@{request.warning_seconds}"]
+    if partition:
+        argv.append(f"--partition={partition}")
+    if account:
+        argv.append(f"--account={account}")
+    return argv
+
+
+def cpus(cpu_milli: int) -> int:
+    """Slurm counts whole CPUs; a fraction of a core asks for the whole core."""
+    return max(1, math.ceil(cpu_milli / 1000))

@@ -1,0 +1,282 @@
+"""Submitting a job attempt to Slurm, at most once, and stopping it.
+
+Idempotent: the Slurm job's name says which Trainyard job and attempt it runs
+(``<prefix>-j<job>-r<replicas>-a<attempt>``), and before submitting we ask
+Slurm for a job of that name, so a start delivered twice, or retried after
+``sbatch`` answered but before we recorded its id, never makes a second job.
+Submit and stop of one job attempt take the lead attempt folder's lock, so a
+stop either finds the Slurm job id or prevents the submission.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+from itertools import groupby
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from jobs.agent.start import (
+    _end_unstarted,
+    _environment,
+    _fail_before_start,
+    _mounts,
+    _phase_argv,
+    _refusal,
+    attempt_phases,
+)
+from jobs.agent.state import AttemptFolder
+from jobs.execution.report import attempt_ended
+from jobs.models import Job, ReplicaAttempt
+from jobs.services.transitions import job_transition
+from resources.models import SiteSettings, SlurmGpuType
+
+from . import cli
+from .scripts import ReplicaPlan, Request, batch_script, replica_script, sbatch_argv
+from .scripts import shared_environment as shared_env
+
+logger = logging.getLogger(__name__)
+State = ReplicaAttempt.State
+PLAN = "slurm-submit"
+
+
+def job_name(job_id: int, attempt_number: int, replicas: int) -> str:
+    indices = "0" if replicas == 1 else f"0-{replicas - 1}"
+    return f"{settings.TRAINYARD_SLURM_JOB_PREFIX}-j{job_id}-r{indices}-a{attempt_number}"
+
+
+def parse_job_name(name: str) -> tuple[int, int] | None:
+    """(job id, attempt number) of one of our Slurm jobs, or None for anyone else's."""
+    prefix = re.escape(settings.TRAINYARD_SLURM_JOB_PREFIX)
+    match = re.fullmatch(rf"{prefix}-j(\d+)-r[\d-]+-a(\d+)", name)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def load_groups(attempt_ids: list[int]) -> list[list[ReplicaAttempt]]:
+    """The attempts by job attempt (one Slurm job each), lead replica first."""
+    attempts = (
+        ReplicaAttempt.objects.filter(pk__in=attempt_ids)
+        .select_related("node", "replica__job__gpu_model", "replica__job__code_version")
+        .order_by("replica__job_id", "number", "replica__index")
+    )
+    return [
+        list(group) for _key, group in groupby(attempts, key=lambda a: (a.replica.job_id, a.number))
+    ]
+
+
+def submit_attempts(attempt_ids: list[int]) -> None:
+    """Submit every job attempt among these attempts that Slurm does not have yet."""
+    groups = load_groups(attempt_ids)
+    for position, group in enumerate(groups):
+        try:
+            submit_group(group)
+        except cli.SlurmUnavailable as error:
+            cli.log_unavailable("submitting", error)
+            # Each further try would wait as long; the next tracking pass retries them all.
+            for waiting in groups[position:]:
+                _note_waiting(waiting[0].replica.job_id, error)
+            return
+
+
+def submit_group(group: list[ReplicaAttempt]) -> str | None:
+    """The Slurm job id of this job attempt, submitting it if Slurm has none by its name."""
+    lead = group[0]
+    folder = AttemptFolder(lead.node.name, lead.pk)
+    with folder.lock():
+        group = _reload(group)
+        recorded = next((a.external_id for a in group if a.external_id), "")
+        if recorded:
+            return _record(group, recorded)
+        refusal = _refusal(group[0], folder)
+        if refusal is not None:
+            for attempt in group:
+                _end_unstarted(attempt, refusal)
+            return None
+        job = lead.replica.job
+        name = job_name(job.pk, lead.number, job.replicas)
+        existing = cli.job_ids_named(name)
+        slurm_id = existing[-1] if existing else _sbatch(group, folder, name)
+        return _record(group, slurm_id) if slurm_id else None
+
+
+def _reload(group: list[ReplicaAttempt]) -> list[ReplicaAttempt]:
+    fresh = ReplicaAttempt.objects.in_bulk([a.pk for a in group])
+    for attempt in group:
+        attempt.state = fresh[attempt.pk].state
+        attempt.external_id = fresh[attempt.pk].external_id
+    return group
+
+
+def _record(group: list[ReplicaAttempt], slurm_id: str) -> str:
+    ReplicaAttempt.objects.filter(pk__in=[a.pk for a in group], external_id="").update(
+        external_id=slurm_id
+    )
+    return slurm_id
+
+
+def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> str | None:
+    # The plan is written once: a retry after an unreachable controller submits the same job.
+    plan = folder.read(PLAN) or _plan(group, folder, name)
+    if plan is None:
+        return None
+    try:
+        return cli.submit(argv=plan["argv"], script=plan["script"], env=plan["env"])
+    except cli.SlurmRefused as error:
+        reason = _("Slurm refused the job: %(message)s") % {"message": str(error)}
+        for attempt in group:
+            attempt_ended(
+                attempt_id=attempt.pk, state=State.FAILED, ended_at=timezone.now(), reason=reason
+            )
+        return None
+
+
+def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict | None:
+    """Prepare every replica's folders and scripts; None if one could not start."""
+    plans = [_replica_plan(attempt) for attempt in group]
+    if None in plans:
+        return None
+    job = group[0].replica.job
+    request = _request(job, group[0].node)
+    shared = shared_env(plans)
+    deadline_seconds = job.max_runtime_minutes * 60 if job.max_runtime_minutes else None
+    for replica in plans:
+        replica.script_path.write_text(
+            replica_script(
+                replica, shared=shared, request=request, deadline_seconds=deadline_seconds
+            )
+        )
+        replica.script_path.chmod(0o500)
+    plan = {
+        "argv": sbatch_argv(
+            plans,
+            name=name,
+            request=request,
+            partition=settings.TRAINYARD_SLURM_PARTITION,
+            account=settings.TRAINYARD_SLURM_ACCOUNT,
+        ),
+        "script": batch_script(plans, request=request),
+        "env": shared,
+    }
+    folder.write(PLAN, plan)
+    return plan
+
+
+def _replica_plan(attempt: ReplicaAttempt) -> ReplicaPlan | None:
+    """The local agent's preparation, without its sandbox: Slurm's node runs the command.
+
+    The replica runs as the Slurm job's user (the account Trainyard submits
+    with); Slurm, not Trainyard, isolates jobs on its nodes.
+    """
+    job = attempt.replica.job
+    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    folder.path.mkdir(parents=True, exist_ok=True)
+    uid = None
+    mounts, missing = _mounts(attempt, uid)
+    if missing:
+        _fail_before_start(folder, attempt, missing)
+        return None
+    env = _environment(attempt, mounts, folder, sandboxed=False, uid=uid)
+    phases = [
+        (name, _phase_argv(folder, attempt, name, command, mounts, uid, None))
+        for name, command in attempt_phases(job)
+    ]
+    return ReplicaPlan(
+        index=attempt.replica.index,
+        attempt_number=attempt.number,
+        attempt_folder=folder.path,
+        node_name=attempt.node.name,
+        env=env,
+        phases=phases,
+    )
+
+
+def _request(job: Job, node) -> Request:
+    # With an augmentation search first, the max run time starts with training:
+    # Slurm's limit would count both phases, so the tracking pass enforces it instead.
+    runtime = job.max_runtime_minutes if not job.augmentation_command.strip() else None
+    return Request(
+        cpu_milli=job.cpu_milli,
+        memory_mib=job.memory_mib,
+        gres=gres(job, node),
+        runtime_minutes=runtime,
+        warning_seconds=max(1, SiteSettings.load().stop_grace_seconds),
+    )
+
+
+def gres(job: Job, node) -> str:
+    """``gpu:<type>:<n>`` with the node's Slurm GPU type when one type maps to its model."""
+    if job.resource_kind == "cpu" or not job.gpu_count:
+        return ""
+    types = list(
+        SlurmGpuType.objects.filter(gpu_model_id=node.gpu_model_id).values_list(
+            "slurm_type", flat=True
+        )
+    )
+    return f"gpu:{types[0]}:{job.gpu_count}" if len(types) == 1 else f"gpu:{job.gpu_count}"
+
+
+def _note_waiting(job_id: int, error: Exception) -> None:
+    job = Job.objects.filter(pk=job_id, state=Job.State.STARTING).first()
+    if job is not None:
+        job_transition(
+            job=job,
+            to_state=Job.State.STARTING,
+            reason=_("Waiting for the Slurm controller to answer; Trainyard keeps trying."),
+            data={"slurm_error": str(error)[:500]},
+        )
+
+
+def stop_attempts(attempt_ids: list[int], *, reason: str, kind: str = State.STOPPED) -> None:
+    """Ask Slurm to stop these attempts: TERM now, KILL after the grace (the tracker sends it).
+
+    Attempts not submitted yet end at once; the stop is remembered in each
+    attempt folder, so the tracking pass retries a signal Slurm did not take
+    and reports the attempt as stopped (or timed out) whatever it exits with.
+    """
+    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
+    signalled: list[str] = []
+    for group in load_groups(attempt_ids):
+        lead = group[0]
+        with AttemptFolder(lead.node.name, lead.pk).lock():
+            group = _reload(group)
+            for attempt in group:
+                if attempt.state in ReplicaAttempt.FINAL_STATES:
+                    continue
+                remember_stop(attempt, kind=kind, reason=reason, grace=grace)
+                if not attempt.external_id:
+                    _end_unstarted(attempt, reason)
+            signalled += sorted({a.external_id for a in group if a.external_id})
+    if signalled:
+        send_stop(signalled, immediate=not grace)
+
+
+def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: str, grace: timedelta) -> dict:
+    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    stop = folder.read("stop")
+    if stop is None:
+        now = timezone.now()
+        stop = {
+            "kind": str(kind),
+            "reason": reason,
+            "requested_at": now.isoformat(),
+            "kill_at": (now + grace).isoformat(),
+        }
+        folder.path.mkdir(parents=True, exist_ok=True)
+        folder.write("stop", stop)
+    return stop
+
+
+def send_stop(slurm_ids: list[str], *, immediate: bool) -> bool:
+    """TERM to every process of the jobs (or cancel at once); False if Slurm did not answer."""
+    try:
+        if immediate:
+            cli.cancel(slurm_ids)
+        else:
+            cli.signal(slurm_ids, signal_name="TERM")
+    except cli.SlurmUnavailable as error:
+        cli.log_unavailable("stopping", error)
+        return False
+    return True

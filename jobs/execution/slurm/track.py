@@ -1,0 +1,289 @@
+"""The tracking pass: what Slurm did, reported through the executor-neutral services.
+
+Each pass (Celery beat, every few seconds) looks at the unfinished attempts
+on Slurm nodes and:
+
+- submits the ones Slurm does not have yet (a controller that was down);
+- reads every job of ours from ``squeue`` once, and reports attempts running
+  (with Slurm's start time), their training phase, and how they ended;
+- sends the KILL of a stop whose grace has passed, and enforces the max run
+  time itself where Slurm's limit cannot (an augmentation search first);
+- reconciles a job Slurm no longer knows: from the replica's own ``exit.json``,
+  else from accounting, else the attempt is lost (never left running);
+- cancels Slurm jobs of ours that no unfinished attempt owns.
+
+When the controller does not answer, the pass changes nothing and the next
+one carries on: jobs keep running under ``slurmd`` meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from jobs.agent.state import AttemptFolder, parse_time
+from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
+from jobs.models import Job, ReplicaAttempt
+from jobs.services.transitions import job_transition
+from resources.models import Node, SiteSettings
+
+from . import cli
+from .outcome import (
+    VANISHED,
+    ReplicaRecord,
+    has_ended,
+    is_pending,
+    max_runtime_reason,
+    outcome,
+)
+from .submit import parse_job_name, remember_stop, send_stop, submit_attempts
+
+State = ReplicaAttempt.State
+Phase = ReplicaAttempt.Phase
+# One pass at a time saves work; two at once would still be correct (every step is
+# idempotent), so a pass killed mid-way blocks the next ones for this long at most.
+LOCK_SECONDS = 30
+
+
+@dataclass
+class PassReport:
+    submitted: int = 0
+    observed: int = 0
+    reconciled: int = 0
+    orphans_cancelled: int = 0
+    unavailable: bool = False
+
+
+def track_pass(*, now: datetime | None = None) -> PassReport:
+    """One pass; skipped (empty report) while another pass holds the lock."""
+    lock = f"trainyard:slurm-track:{_prefix()}"
+    if not cache.add(lock, 1, LOCK_SECONDS):
+        return PassReport()
+    try:
+        return _track(now or timezone.now())
+    finally:
+        cache.delete(lock)
+
+
+def unfinished_attempts():
+    return (
+        ReplicaAttempt.objects.filter(node__executor=Node.Executor.SLURM)
+        .exclude(state__in=ReplicaAttempt.FINAL_STATES)
+        .select_related("node", "replica__job")
+        .order_by("replica__job_id", "number", "replica__index")
+    )
+
+
+def _track(now: datetime) -> PassReport:
+    report = PassReport()
+    attempts = list(unfinished_attempts())
+    unsubmitted = [a.pk for a in attempts if not a.external_id]
+    if unsubmitted:
+        submit_attempts(unsubmitted)
+        report.submitted = len(unsubmitted)
+    try:
+        known = cli.jobs(name_prefix=f"{_prefix()}-j")
+    except cli.SlurmUnavailable as error:
+        cli.log_unavailable("tracking", error)
+        report.unavailable = True
+        return report
+    groups: dict[str, list[ReplicaAttempt]] = {}
+    for attempt in attempts:
+        if attempt.external_id:
+            groups.setdefault(attempt.external_id, []).append(attempt)
+    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
+    for slurm_id, group in groups.items():
+        slurm_job = known.get(slurm_id)
+        if slurm_job is None:
+            slurm_job = _forgotten(slurm_id, group)
+            report.reconciled += 1
+        _observe(group, slurm_job, now, grace)
+        report.observed += 1
+    report.orphans_cancelled = _cancel_orphans(known)
+    return report
+
+
+def _prefix() -> str:
+    from django.conf import settings
+
+    return settings.TRAINYARD_SLURM_JOB_PREFIX
+
+
+def _observe(
+    group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime, grace: timedelta
+) -> None:
+    job = group[0].replica.job
+    if is_pending(slurm_job):
+        if any(AttemptFolder(a.node.name, a.pk).exists("stop") for a in group):
+            send_stop([slurm_job.job_id], immediate=True)  # nothing runs yet: no grace
+        else:
+            _note_pending(job, slurm_job)
+        return
+    if slurm_job.start_time is not None:
+        for attempt in group:
+            _report_progress(attempt, slurm_job)
+    if has_ended(slurm_job):
+        _report_ends(group, slurm_job, now)
+    else:
+        _enforce_stops(group, slurm_job, now, grace)
+
+
+def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
+    reason = _("Slurm job %(id)s is waiting in Slurm's queue (%(reason)s).") % {
+        "id": slurm_job.job_id,
+        "reason": slurm_job.reason or "-",
+    }
+    if job.state == Job.State.STARTING and job.state_reason != reason:
+        job_transition(job=job, to_state=Job.State.STARTING, reason=reason)
+
+
+def _report_progress(attempt: ReplicaAttempt, slurm_job: cli.SlurmJob) -> None:
+    job = attempt.replica.job
+    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    if attempt.state == State.PENDING:
+        searching = bool(job.augmentation_command.strip())
+        deadline = None
+        if job.max_runtime_minutes and not searching:
+            deadline = slurm_job.start_time + timedelta(minutes=job.max_runtime_minutes)
+        attempt_running(
+            attempt_id=attempt.pk,
+            started_at=slurm_job.start_time,
+            external_id=slurm_job.job_id,
+            deadline=deadline,
+            phase=Phase.AUGMENTATION if searching else Phase.TRAINING,
+        )
+        attempt.refresh_from_db()
+    training = folder.read(f"phase-{Phase.TRAINING}")
+    if training and attempt.training_started_at is None and attempt.state == State.RUNNING:
+        attempt_phase_started(
+            attempt_id=attempt.pk, phase=Phase.TRAINING, at=parse_time(training["started_at"])
+        )
+    with contextlib.suppress(FileNotFoundError):
+        size = folder.log.stat().st_size
+        if size != attempt.log_offset:
+            ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
+
+
+def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
+    folders = {a.pk: AttemptFolder(a.node.name, a.pk) for a in group}
+    exits = {a.pk: folders[a.pk].read("exit") for a in group}
+    failed = [a for a in group if exits[a.pk] and exits[a.pk]["exit_code"]]
+    peer_failed = failed[0].replica.index if failed else None
+    # The replica that failed first, so the job's reason names the real failure.
+    for attempt in sorted(group, key=lambda a: a not in failed):
+        record = ReplicaRecord(
+            stop=folders[attempt.pk].read("stop"),
+            exit=exits[attempt.pk],
+            log=folders[attempt.pk].log,
+            peer_failed=peer_failed,
+        )
+        result = outcome(slurm_job, record, attempt=attempt)
+        ended_at = parse_time(record.exit["ended_at"]) if record.exit else slurm_job.end_time or now
+        attempt_ended(
+            attempt_id=attempt.pk,
+            state=result.state,
+            ended_at=min(ended_at, now),
+            exit_code=result.exit_code,
+            reason=result.reason,
+            platform_fault=result.platform_fault,
+        )
+
+
+def _enforce_stops(
+    group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime, grace: timedelta
+) -> None:
+    """Retry a TERM Slurm did not take, KILL after the grace, and Trainyard's own deadline."""
+    stops = []
+    for attempt in group:
+        folder = AttemptFolder(attempt.node.name, attempt.pk)
+        stop = folder.read("stop")
+        if stop is None and _past_own_deadline(attempt, now):
+            minutes = attempt.replica.job.max_runtime_minutes
+            stop = remember_stop(
+                attempt, kind=State.TIMED_OUT, reason=max_runtime_reason(minutes), grace=grace
+            )
+        if stop is not None:
+            stops.append((folder, stop))
+    if not stops:
+        return
+    if any(now >= parse_time(stop["kill_at"]) for _folder, stop in stops):
+        send_stop([slurm_job.job_id], immediate=True)
+    elif not all(stop.get("signalled") for _folder, stop in stops) and send_stop(
+        [slurm_job.job_id], immediate=False
+    ):
+        for folder, stop in stops:
+            folder.write("stop", {**stop, "signalled": True})
+
+
+def _past_own_deadline(attempt: ReplicaAttempt, now: datetime) -> bool:
+    """Deadlines Slurm does not enforce: those after an augmentation search."""
+    if not attempt.replica.job.augmentation_command.strip():
+        return False
+    attempt.refresh_from_db(fields=["deadline", "state"])
+    return attempt.deadline is not None and now >= attempt.deadline
+
+
+def _forgotten(slurm_id: str, group: list[ReplicaAttempt]) -> cli.SlurmJob:
+    """A job ``squeue`` no longer lists: what its replicas wrote, accounting, or lost."""
+    exits = [AttemptFolder(a.node.name, a.pk).read("exit") for a in group]
+    if all(exits):
+        worst = max(exit["exit_code"] for exit in exits)
+        return cli.SlurmJob(
+            job_id=slurm_id,
+            name="",
+            state="COMPLETED" if worst == 0 else "FAILED",
+            reason="",
+            wait_status=(worst & 0xFF) << 8,
+            start_time=None,
+            end_time=max(parse_time(exit["ended_at"]) for exit in exits),
+            nodes="",
+        )
+    with contextlib.suppress(cli.SlurmUnavailable):
+        accounted = cli.finished_job(slurm_id)
+        if accounted is not None:
+            return accounted
+    return cli.SlurmJob(
+        job_id=slurm_id,
+        name="",
+        state=VANISHED,
+        reason="",
+        wait_status=None,
+        start_time=None,
+        end_time=None,
+        nodes="",
+    )
+
+
+def _cancel_orphans(known: dict[str, cli.SlurmJob]) -> int:
+    """Our Slurm jobs that nothing in Trainyard waits for (superseded, or given up on)."""
+    active = {sid: job for sid, job in known.items() if not has_ended(job)}
+    if not active:
+        return 0
+    owned = set(
+        ReplicaAttempt.objects.filter(external_id__in=list(active))
+        .exclude(state__in=ReplicaAttempt.FINAL_STATES)
+        .values_list("external_id", flat=True)
+    )
+    orphans = []
+    for slurm_id, slurm_job in active.items():
+        parsed = parse_job_name(slurm_job.name)
+        if slurm_id in owned or parsed is None or _still_submitting(*parsed):
+            continue
+        orphans.append(slurm_id)
+    if orphans:
+        send_stop(orphans, immediate=True)
+    return len(orphans)
+
+
+def _still_submitting(job_id: int, attempt_number: int) -> bool:
+    """An unfinished attempt without a recorded id: its ``sbatch`` may have just answered."""
+    return (
+        ReplicaAttempt.objects.filter(replica__job_id=job_id, number=attempt_number, external_id="")
+        .exclude(state__in=ReplicaAttempt.FINAL_STATES)
+        .exists()
+    )

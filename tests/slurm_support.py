@@ -1,0 +1,114 @@
+"""A real Slurm for tests: the development cluster of ``deploy/slurm-dev``, started if down.
+
+``slurm_cluster`` (session): starts munge, slurmctld and the slurmd processes
+when they are not up, and stops them at the end only if it started them.
+Where Slurm is not installed the Slurm tests are skipped, loudly; under
+``TRAINYARD_REQUIRE_SERVICES`` (CI) they fail instead.
+
+``slurm`` (per test): Trainyard configured for that cluster (partition
+``trainyard``, a job-name prefix of its own), its nodes synced, and a real
+Celery worker with beat running the tracking pass every half second.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jobs.execution.slurm import cli
+from jobs.execution.slurm.inventory import inventory_sync
+from resources.models import Node
+from tests.agent_support import Agent
+from tests.factories import GpuModelFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
+DEV_DIR = Path(os.environ.get("TRAINYARD_SLURM_DEV_DIR", ROOT / "var" / "slurm-dev"))
+TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "munged")
+TRACK_SECONDS = 0.5
+
+
+@dataclass
+class Cluster:
+    conf: Path
+
+    def run(self, *args: str) -> str:
+        result = subprocess.run(
+            [str(SCRIPT), *args], capture_output=True, text=True, timeout=120, check=False
+        )
+        if result.returncode != 0 and args[0] != "status":
+            raise RuntimeError(f"slurm-dev.sh {' '.join(args)}: {result.stderr}")
+        return result.stdout
+
+    def up(self) -> bool:
+        return subprocess.run([str(SCRIPT), "status"], capture_output=True).returncode == 0
+
+    def scontrol(self, *args: str) -> str:
+        env = {"PATH": os.defpath, "SLURM_CONF": str(self.conf)}
+        return subprocess.run(
+            ["scontrol", *args], capture_output=True, text=True, env=env, check=True
+        ).stdout
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing or os.geteuid() != 0:
+        why = (
+            f"Slurm tests need slurm-wlm and munge (missing: {', '.join(missing)})"
+            if missing
+            else "Slurm tests start slurmctld/slurmd and need root"
+        )
+        if os.environ.get("TRAINYARD_REQUIRE_SERVICES"):
+            pytest.fail(f"{why}; CI must run them (.ci/run installs and starts Slurm)")
+        pytest.skip(f"SKIPPING EVERY SLURM TEST: {why}. Install: apt-get install slurm-wlm munge")
+    cluster = Cluster(conf=DEV_DIR / "etc" / "slurm.conf")
+    started_here = not cluster.up()
+    if started_here:
+        cluster.run("start")
+    yield cluster
+    if started_here:
+        cluster.run("stop")
+
+
+@dataclass
+class SlurmSite:
+    cluster: Cluster
+    worker: Agent
+    nodes: list[Node]
+    prefix: str
+
+    def jobs(self) -> dict[str, cli.SlurmJob]:
+        return cli.jobs(name_prefix=f"{self.prefix}-j")
+
+
+@pytest.fixture
+def slurm(slurm_cluster, agent_env, settings):
+    """Trainyard on the dev cluster: nodes gpu01-gpu04 synced, a tracking worker running."""
+    prefix = f"ty{uuid.uuid4().hex[:8]}"
+    env = {
+        "TRAINYARD_SLURM": "1",
+        "TRAINYARD_SLURM_PARTITION": "trainyard",
+        "TRAINYARD_SLURM_CONF": str(slurm_cluster.conf),
+        "TRAINYARD_SLURM_JOB_PREFIX": prefix,
+        "TRAINYARD_SLURM_TRACK_SECONDS": str(TRACK_SECONDS),
+        "TRAINYARD_SLURM_COMMAND_TIMEOUT": "10",
+    }
+    settings.TRAINYARD_SLURM_ENABLED = True
+    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
+    settings.TRAINYARD_SLURM_CONF = str(slurm_cluster.conf)
+    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
+    GpuModelFactory(name="V100")
+    inventory_sync()
+    nodes = list(Node.objects.filter(from_slurm=True).order_by("name"))
+    worker = agent_env([], env=env)
+    yield SlurmSite(cluster=slurm_cluster, worker=worker, nodes=nodes, prefix=prefix)
+    leftover = [sid for sid, job in cli.jobs(name_prefix=f"{prefix}-j").items()]
+    if leftover:
+        cli.cancel(leftover)
