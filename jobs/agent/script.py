@@ -11,6 +11,7 @@ one command, found by asking ``bash -n`` whether the lines so far parse.
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 
@@ -20,6 +21,27 @@ STATUS_CHECK = (
     'exit "$__trainyard_status"; fi'
 )
 QUOTED_COMMAND_CHARS = 200
+# Words, paths, options and $NAME only: no quote, bracket, operator or keyword can be open.
+PLAIN_WORDS = re.compile(r"(?:[\w./=:,@%+-]|[ \t]|\$\w+)*")
+KEYWORDS = {
+    "if",
+    "then",
+    "else",
+    "elif",
+    "fi",
+    "for",
+    "while",
+    "until",
+    "do",
+    "done",
+    "case",
+    "esac",
+    "select",
+    "function",
+    "in",
+    "time",
+    "coproc",
+}
 
 
 def command_script(command: str) -> str:
@@ -71,5 +93,7 @@ def _joined_lines(command: str) -> list[tuple[int, str]]:
 
 def _parses(text: str) -> bool:
     """Whether ``text`` is a complete bash command (no error, no unfinished here-document)."""
+    if PLAIN_WORDS.fullmatch(text) and not KEYWORDS & set(text.split()):
+        return True  # words, paths and $VARIABLES alone cannot open a construct: spare a bash
     result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True, check=False)
     return result.returncode == 0 and not result.stderr.strip()
