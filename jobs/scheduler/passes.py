@@ -28,7 +28,7 @@ from .admission import Quotas
 from .backfill import Queued, Release, Reservation, ends_at, estimate_starts, plan_reservation
 from .placement import Shape, place
 from .ports import PortPool
-from .queue import WaitingJob, load_waiting
+from .queue import WaitingJob, load_waiting, waiting_rows
 from .reasons import ResourceReasons, held_reason, ports_reason
 from .state import CardUse, Cluster, NodeState, ReplicaUse
 from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
@@ -93,9 +93,11 @@ def _acquire_pass_lock() -> None:
 class SchedulingPass:
     def __init__(self, *, now: datetime) -> None:
         self.now = now
-        self.catalog = ModelCatalog.load()
-        self.cluster = Cluster.load(self.catalog)
-        self.jobs = load_waiting(self.catalog)
+        rows = waiting_rows()
+        # With nothing waiting (most beat passes) there is nothing else to read.
+        self.catalog = ModelCatalog.load() if rows else ModelCatalog()
+        self.cluster = Cluster.load(self.catalog) if rows else Cluster([], self.catalog)
+        self.jobs = load_waiting(rows, self.catalog)
         self.starts: list[Start] = []
         self.outcomes: dict[int, tuple[str, str]] = {}  # job → (state, reason) or cause
         self.shapes: dict[int, Shape] = {}

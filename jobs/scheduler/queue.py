@@ -46,20 +46,28 @@ class WaitingJob:
         return self.request.replicas * len(self.ports) + rendezvous
 
 
-def load_waiting(catalog: ModelCatalog) -> list[WaitingJob]:
-    """Every waiting job in queue order (two queries)."""
+def waiting_rows() -> list[tuple]:
+    """The columns of every waiting job, in queue order (one query)."""
     waiting = Job.objects.filter(state__in=Job.WAITING_STATES)
-    rows = waiting.order_by("-priority", "submitted_at", "pk").values_list(
-        "pk",
-        "owner_id",
-        "state",
-        "state_reason",
-        "queue_position",
-        "estimated_start",
-        "max_runtime_minutes",
-        "attempt",
-        *REQUEST_FIELDS,
+    return list(
+        waiting.order_by("-priority", "submitted_at", "pk").values_list(
+            "pk",
+            "owner_id",
+            "state",
+            "state_reason",
+            "queue_position",
+            "estimated_start",
+            "max_runtime_minutes",
+            "attempt",
+            *REQUEST_FIELDS,
+        )
     )
+
+
+def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
+    """The waiting jobs of ``waiting_rows`` with their ports (one more query, if any)."""
+    if not rows:
+        return []
     ports: dict[int, list[int]] = {}
     for job_id, port in JobPort.objects.filter(job__state__in=Job.WAITING_STATES).values_list(
         "job_id", "port"
