@@ -14,6 +14,7 @@ from resources.request import ResourceRequest
 
 from .environment import environment_input_for_job, job_environment
 from .estimates.job_times import job_times
+from .estimates.start import likely_start
 from .forms import parse_ports
 from .models import Job
 from .selectors import jobs_for_user
@@ -49,7 +50,7 @@ def _detail_context(job: Job, **extra) -> dict:
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
         "environment": job_environment(environment_input_for_job(job)),
         "events": _events(job),
-        "times": job_times(job=job),
+        "times": job_times(job=job, likely_start=likely_start(job=job)),
         **extra,
     }
 

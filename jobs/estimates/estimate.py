@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from jobs.models import EstimatePoint, Job, WorkloadTemplate
@@ -17,6 +18,7 @@ from .history import (
     Correction,
     Run,
     command_runs,
+    dataset_samples_by_job,
     seeded_correction,
     template_runs,
     unseeded_correction,
@@ -120,15 +122,22 @@ class Estimator:
             augmentation_unknown=with_augmentation and augmentation is None,
         )
 
-    def job(self, *, job: Job) -> Estimate | None:
+    def jobs(self, *, jobs: Sequence[Job]) -> dict[int, Estimate | None]:
+        """``job`` for many jobs, with their data sizes read at once."""
+        samples = dataset_samples_by_job([job.pk for job in jobs])
+        return {j.pk: self.job(job=j, dataset_samples=samples.get(j.pk, 0)) for j in jobs}
+
+    def job(self, *, job: Job, dataset_samples: int | None = None) -> Estimate | None:
         """The estimate for a submitted job: its template's, else its own earlier runs'."""
         if job.resource_kind != ResourceKind.GPU or job.gpu_model is None:
             return None
         cards = job.replicas * job.gpu_count
         if job.template_id is not None:
+            if dataset_samples is None:
+                dataset_samples = dataset_samples_by_job([job.pk]).get(job.pk, 0)
             return self.template(
                 template=job.template,
-                dataset_samples=_job_samples(job),
+                dataset_samples=dataset_samples,
                 gpu_model=job.gpu_model,
                 cards=cards,
                 with_augmentation=bool(job.augmentation_command),
@@ -192,10 +201,6 @@ def _members(gpu_model: GpuModel) -> list[GpuModel]:
     if gpu_model.is_aggregated:
         return list(gpu_model.members.all())
     return [gpu_model]
-
-
-def _job_samples(job: Job) -> int:
-    return sum(job.datasets.values_list("size_samples", flat=True))
 
 
 def _median_augmentation(runs: list[Run]) -> float | None:

@@ -100,6 +100,16 @@ def unseeded_correction(log_ratios: Sequence[float]) -> Correction | None:
     return Correction(estimate, spread, len(log_ratios))
 
 
+def dataset_samples_by_job(job_ids: Sequence[int]) -> dict[int, int]:
+    """Samples in each job's datasets together (one query); absent: no datasets."""
+    return dict(
+        JobDataset.objects.filter(job_id__in=job_ids)
+        .values("job_id")
+        .annotate(total=Sum("dataset__size_samples"))
+        .values_list("job_id", "total")
+    )
+
+
 def _runs(jobs_filter: Q, limit: int) -> list[Run]:
     """The latest ``limit`` succeeded jobs matching the filter, oldest first (3 queries)."""
     jobs = list(
@@ -110,12 +120,7 @@ def _runs(jobs_filter: Q, limit: int) -> list[Run]:
     if not jobs:
         return []
     ids = [job["pk"] for job in jobs]
-    samples = dict(
-        JobDataset.objects.filter(job_id__in=ids)
-        .values("job_id")
-        .annotate(total=Sum("dataset__size_samples"))
-        .values_list("job_id", "total")
-    )
+    samples = dataset_samples_by_job(ids)
     attempts = ReplicaAttempt.objects.filter(
         replica__job_id__in=ids,
         number=F("replica__job__attempt"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -129,18 +130,7 @@ class SchedulingPass:
         if not admission.admitted:
             self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, admission.reason)
             return
-        request = job.request
-        shape = Shape(
-            kind=request.kind,
-            models=admission.models,
-            gpu_count=request.gpu_count,
-            vgpu_percent=request.vgpu_compute_percent or 0,
-            vgpu_memory_mib=request.vgpu_memory_mib or 0,
-            cpu_milli=request.cpu_milli,
-            memory_mib=request.memory_mib,
-            storage_gib=request.storage_gib,
-            replicas=request.replicas,
-        )
+        shape = Shape.of(job.request, admission.models)
         self.shapes[job.pk] = shape
         ends = ends_at(self.now, job.max_runtime_minutes)
         cached = self._failed_before(shape, job.max_runtime_minutes)
@@ -284,12 +274,16 @@ def _to_second(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.replace(microsecond=0)
 
 
-def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
+def load_releases(
+    cluster: Cluster, now: datetime, ends_by_job: Mapping[int, datetime] | None = None
+) -> list[Release]:
     """Every allocation on a ready node, ending at its job's start plus max run time.
 
     A finished job's allocation is about to be released (now); a job without a
-    max run time has an unknown end (None).
+    max run time has an unknown end (None). ``ends_by_job`` puts other ends in
+    place of those (the estimator's likely ends, for a likely start).
     """
+    ends_by_job = ends_by_job or {}
     ready = Allocation.objects.filter(node__state=Node.State.READY)
     cards: dict[int, list[CardUse]] = {}
     for allocation_id, index, compute, memory in CardAllocation.objects.filter(
@@ -310,13 +304,16 @@ def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
         "replica__job__state",
         "replica__job__started_at",
         "replica__job__max_runtime_minutes",
+        "replica__job_id",
     ):
-        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime = row
+        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime, job = row
         if node_id not in cluster.nodes:
             continue
         use = ReplicaUse(node_id, cpu, memory, storage, tuple(cards.get(pk, ())), whole)
         if state in final_states:
             end = now
+        elif job in ends_by_job:
+            end = ends_by_job[job]
         elif max_runtime is None:
             end = None
         else:

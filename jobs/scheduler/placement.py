@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from resources.models import ResourceKind
+from resources.request import ResourceRequest
 
 from .state import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse
 
@@ -31,6 +32,21 @@ class Shape(NamedTuple):
     memory_mib: int
     storage_gib: int
     replicas: int
+
+    @classmethod
+    def of(cls, request: ResourceRequest, models: tuple[str | None, ...] | None) -> Shape:
+        """The shape of ``request`` on nodes of ``models``."""
+        return cls(
+            kind=request.kind,
+            models=models,
+            gpu_count=request.gpu_count,
+            vgpu_percent=request.vgpu_compute_percent or 0,
+            vgpu_memory_mib=request.vgpu_memory_mib or 0,
+            cpu_milli=request.cpu_milli,
+            memory_mib=request.memory_mib,
+            storage_gib=request.storage_gib,
+            replicas=request.replicas,
+        )
 
     @property
     def is_vgpu(self) -> bool:
