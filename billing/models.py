@@ -167,10 +167,15 @@ class UsageRecord(models.Model):
         AUGMENTATION = "augmentation", _("Augmentation search")
         TRAINING = "training", _("Training")
 
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="usage")
+    # No single-column indexes on account and attempt: the (account, period_start) index
+    # and the unique (attempt, period_start) key lead with them, and every index slows
+    # the inserts of an append-only ledger.
+    account = models.ForeignKey(
+        Account, on_delete=models.PROTECT, related_name="usage", db_index=False
+    )
     job = models.ForeignKey("jobs.Job", on_delete=models.PROTECT, related_name="usage")
     attempt = models.ForeignKey(
-        "jobs.ReplicaAttempt", on_delete=models.PROTECT, related_name="usage"
+        "jobs.ReplicaAttempt", on_delete=models.PROTECT, related_name="usage", db_index=False
     )
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.TRAINING)
     gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, null=True, blank=True)
@@ -255,3 +260,50 @@ class AttemptAccrual(models.Model):
 def hours(unit_seconds: Decimal) -> Decimal:
     """Unit-seconds as hours, to the millionth (for showing; sums stay in seconds)."""
     return (Decimal(unit_seconds) / SECONDS_PER_HOUR).quantize(HOURS_QUANTUM)
+
+
+class UsageHour(models.Model):
+    """The ledger summed by account, job, model, price and hour (in the site's time zone).
+
+    Written by the accrual in the transaction that writes the ledger rows, so it
+    always adds up to them; statements and the overview read these hours (about
+    sixty times fewer rows than the minute ledger). Local hours line up with the
+    site's days and months whatever its time-zone offset.
+    """
+
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, db_index=False)
+    job = models.ForeignKey("jobs.Job", on_delete=models.PROTECT, related_name="usage_hours")
+    gpu_model = models.ForeignKey(GpuModel, on_delete=models.PROTECT, null=True, blank=True)
+    unit = models.CharField(max_length=16, choices=Price.Unit.choices)
+    unit_price = models.DecimalField(max_digits=12, decimal_places=4)
+    hour = models.DateTimeField()
+    unit_seconds = models.DecimalField(max_digits=18, decimal_places=3)
+    free_unit_seconds = models.DecimalField(max_digits=18, decimal_places=3)
+    billable_unit_seconds = models.DecimalField(max_digits=18, decimal_places=3)
+    amount = models.DecimalField(max_digits=18, decimal_places=6)
+    ledger_rows = models.PositiveIntegerField()
+
+    class Meta:
+        verbose_name = _("usage hour")
+        verbose_name_plural = _("usage hours")
+        indexes = [
+            models.Index(fields=["account", "hour"], name="usage_hour_account_idx"),
+            models.Index(fields=["hour"], name="usage_hour_hour_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "job", "gpu_model", "unit", "unit_price", "hour"],
+                condition=Q(gpu_model__isnull=False),
+                name="usage_hour_once_gpu",
+            ),
+            models.UniqueConstraint(
+                fields=["account", "job", "unit", "unit_price", "hour"],
+                condition=Q(gpu_model__isnull=True),
+                name="usage_hour_once_cpu",
+            ),
+            models.CheckConstraint(
+                condition=Q(unit_seconds__gte=F("free_unit_seconds") + F("billable_unit_seconds"))
+                & Q(free_unit_seconds__gte=0, billable_unit_seconds__gte=0, amount__gte=0),
+                name="usage_hour_sums_consistent",
+            ),
+        ]

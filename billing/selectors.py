@@ -1,8 +1,9 @@
 """Reads of the usage ledger: a statement for one account and month, the admin overview.
 
-Every sum is taken in SQL over the month's rows (``period_start`` in the month;
-a period never straddles a month boundary); Python only joins the few result
-rows with names. See ``bench/billing.py`` for the figures on a million rows.
+Every sum is taken in SQL over the month's ``UsageHour`` rows, which the
+accrual keeps equal to the minute ledger (a period never straddles an hour, so
+never a day or a month); Python only joins the few result rows with names.
+See ``bench/billing.py`` for the figures on a million ledger rows.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.db.models.functions import TruncDate
 from jobs.models import Job
 from resources.models import GpuModel
 
-from .models import Account, FreeGrant, Price, UsageRecord, hours
+from .models import Account, FreeGrant, Price, UsageHour, hours
 from .months import Month, site_zone
 
 ZERO = Decimal(0)
@@ -120,8 +121,8 @@ class Statement:
         return sum(card, UsageSums()).billable_hours
 
 
-def month_usage(month: Month) -> QuerySet[UsageRecord]:
-    return UsageRecord.objects.filter(period_start__gte=month.start, period_start__lt=month.end)
+def month_usage(month: Month) -> QuerySet[UsageHour]:
+    return UsageHour.objects.filter(hour__gte=month.start, hour__lt=month.end)
 
 
 def model_names() -> dict[int, str]:
@@ -139,39 +140,49 @@ def totals_by_model(items) -> list[ModelTotal]:
 
 
 def statement_for(*, account: Account, month: Month) -> Statement:
-    """The account's month: lines by job, model and price, its grants, and its days."""
-    usage = month_usage(month).filter(account=account)
-    rows = list(
-        usage.values("job_id", "gpu_model_id", "unit", "unit_price")
+    """The account's month: lines by job, model and price, its grants, and its days.
+
+    One pass over the month's hours, grouped by day as well; lines and the daily
+    series are both folded from that.
+    """
+    groups = list(
+        month_usage(month)
+        .filter(account=account)
+        .annotate(day=TruncDate("hour", tzinfo=site_zone()))
+        .values("job_id", "gpu_model_id", "unit", "unit_price", "day")
         .annotate(**SUMS)
-        .order_by("job_id", "gpu_model_id", "unit", "unit_price")
+        .order_by()
     )
     names = model_names()
     job_names = dict(
-        Job.objects.filter(pk__in={row["job_id"] for row in rows}).values_list("pk", "name")
+        Job.objects.filter(pk__in={g["job_id"] for g in groups}).values_list("pk", "name")
     )
+    line_sums: dict[tuple, UsageSums] = defaultdict(UsageSums)
+    day_seconds: dict[tuple, Decimal] = defaultdict(Decimal)
+    for group in groups:
+        sums = UsageSums.of(group)
+        line_sums[(group["job_id"], group["gpu_model_id"], group["unit"], group["unit_price"])] += (
+            sums
+        )
+        day_seconds[(group["day"], group["gpu_model_id"], group["unit"])] += sums.unit_seconds
     lines = [
         StatementLine(
-            job_id=row["job_id"],
-            job_name=job_names.get(row["job_id"], ""),
-            gpu_model=names.get(row["gpu_model_id"]),
-            unit=row["unit"],
-            unit_price=row["unit_price"],
-            sums=UsageSums.of(row),
+            job_id=job_id,
+            job_name=job_names.get(job_id, ""),
+            gpu_model=names.get(model_id),
+            unit=unit,
+            unit_price=unit_price,
+            sums=sums,
         )
-        for row in rows
+        for (job_id, model_id, unit, unit_price), sums in sorted(
+            line_sums.items(), key=lambda item: (item[0][0], item[0][1] or 0, *item[0][2:])
+        )
     ]
     daily = [
-        DailyUsage(
-            day=row["day"],
-            gpu_model=names.get(row["gpu_model_id"]),
-            unit=row["unit"],
-            hours=hours(row["unit_seconds"]),
+        DailyUsage(day=day, gpu_model=names.get(model_id), unit=unit, hours=hours(seconds))
+        for (day, model_id, unit), seconds in sorted(
+            day_seconds.items(), key=lambda item: (item[0][0], item[0][1] or 0, item[0][2])
         )
-        for row in usage.annotate(day=TruncDate("period_start", tzinfo=site_zone()))
-        .values("day", "gpu_model_id", "unit")
-        .annotate(unit_seconds=Sum("unit_seconds"))
-        .order_by("day", "gpu_model_id", "unit")
     ]
     grants = list(account.grants.select_related("gpu_model").order_by("gpu_model__name"))
     return Statement(account=account, month=month, lines=lines, grants=grants, daily=daily)

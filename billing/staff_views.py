@@ -114,7 +114,7 @@ def account_statement(request: HttpRequest, account_id: int) -> HttpResponse:
     )
     month, error = month_from(request)
     statement = statement_for(account=account, month=month)
-    context = statement_context(statement, error) | {
+    context = statement_context(statement, request, error) | {
         "account": account,
         "events": account.events.select_related("actor")[:20],
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -14,6 +15,8 @@ from .months import Month
 from .selectors import Statement, statement_for
 from .services import account_for_user
 
+LINES_PER_PAGE = 100
+
 
 def month_from(request: HttpRequest) -> tuple[Month, str]:
     """The month asked for, or this month and the reason the one asked for was refused."""
@@ -23,10 +26,11 @@ def month_from(request: HttpRequest) -> tuple[Month, str]:
         return Month.current(), error.message_dict["month"][0]
 
 
-def statement_context(statement: Statement, month_error: str = "") -> dict:
+def statement_context(statement: Statement, request: HttpRequest, month_error: str = "") -> dict:
     month = statement.month
     return {
         "statement": statement,
+        "lines": Paginator(statement.lines, LINES_PER_PAGE).get_page(request.GET.get("page")),
         "charts": daily_charts(month=month, daily=statement.daily),
         "month": month,
         "previous_month": month.previous(),
@@ -53,7 +57,7 @@ def my_billing(request: HttpRequest) -> HttpResponse:
     return render_statement_page(
         request,
         "billing/my_billing.html",
-        statement_context(statement, error),
+        statement_context(statement, request, error),
         status=400 if error else 200,
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
+
 from billing.models import Price, UsageRecord
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
@@ -87,3 +89,40 @@ def hours_of(rows: list[UsageRecord], field: str = "unit_seconds") -> Decimal:
 
 def seconds_covered(rows: list[UsageRecord]) -> int:
     return sum(int((r.period_end - r.period_start).total_seconds()) for r in rows)
+
+
+def ledger_hours() -> dict[tuple, dict[str, Decimal]]:
+    """The ledger summed by hour the way ``UsageHour`` keys it, from the rows themselves."""
+    from collections import defaultdict
+
+    from billing.services.hours import SUMMED, local_hour
+
+    sums: dict[tuple, dict[str, Decimal]] = defaultdict(
+        lambda: dict.fromkeys((*SUMMED, "ledger_rows"), Decimal(0))
+    )
+    for row in UsageRecord.objects.all():
+        key = (row.account_id, row.job_id, row.gpu_model_id, row.unit, row.unit_price)
+        totals = sums[(*key, local_hour(row.period_start))]
+        for name in SUMMED:
+            totals[name] += getattr(row, name)
+        totals["ledger_rows"] += 1
+    return dict(sums)
+
+
+def stored_hours() -> dict[tuple, dict[str, Decimal]]:
+    from billing.models import UsageHour
+    from billing.services.hours import SUMMED
+
+    return {
+        (h.account_id, h.job_id, h.gpu_model_id, h.unit, h.unit_price, h.hour): {
+            name: getattr(h, name) for name in (*SUMMED, "ledger_rows")
+        }
+        for h in UsageHour.objects.all()
+    }
+
+
+@pytest.fixture
+def hours_match_ledger(db):
+    """After the test: the hourly sums the pages read add up to the ledger, exactly."""
+    yield
+    assert stored_hours() == ledger_hours()

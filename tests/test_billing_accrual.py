@@ -7,11 +7,13 @@ import pytest
 
 from billing.models import AttemptAccrual, FreeGrant, UsageRecord
 from billing.services import account_for_user, usage_accrue
+from billing.services.hours import usage_hours_add
 from jobs.models import Job, ReplicaAttempt
 from tests.billing_cast import (
     LATER,
     T0,
     attempt_of,
+    hours_match_ledger,  # noqa: F401 (a fixture)
     hours_of,
     job_on,
     ledger,
@@ -23,7 +25,7 @@ from tests.billing_cast import (
 )
 from tests.factories import GpuModelFactory, NodeFactory, UserFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hours_match_ledger")]
 
 
 @pytest.fixture
@@ -336,7 +338,7 @@ def test_an_account_that_fails_is_rolled_back_whole_and_the_others_are_accrued(v
     attempt_of(broken, started=T0, ended=T0 + timedelta(minutes=10))
     # A row already in the ledger for a period the accrual is about to write:
     # the database refuses the duplicate, and that account's whole transaction rolls back.
-    UsageRecord.objects.create(
+    already = UsageRecord.objects.create(
         account=account_for_user(user=broken_owner),
         job=broken,
         attempt=broken.replica_set.get().attempts.get(),
@@ -348,8 +350,9 @@ def test_an_account_that_fails_is_rolled_back_whole_and_the_others_are_accrued(v
         unit_seconds=60,
         billable_unit_seconds=60,
         unit_price=12,
-        amount="0.2",
+        amount=Decimal("0.2"),
     )
+    usage_hours_add(account_id=already.account_id, rows=[already])
 
     with pytest.raises(Exception, match="usage_once_per_attempt_period|UNIQUE"):
         usage_accrue(now=LATER)

@@ -6,9 +6,18 @@ import pytest
 
 from billing.services import account_enable_billing, account_for_user, usage_accrue
 from jobs.models import ApiToken
-from tests.billing_cast import LATER, T0, attempt_of, job_on, p4_model, set_price, v100_model
+from tests.billing_cast import (
+    LATER,
+    T0,
+    attempt_of,
+    hours_match_ledger,  # noqa: F401 (a fixture)
+    job_on,
+    p4_model,
+    set_price,
+    v100_model,
+)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hours_match_ledger")]
 URL = "/api/v1/billing/statement"
 KEYS = {
     "account",

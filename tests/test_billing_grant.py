@@ -12,6 +12,7 @@ from tests.billing_cast import (
     LATER,
     T0,
     attempt_of,
+    hours_match_ledger,  # noqa: F401 (a fixture)
     hours_of,
     job_on,
     ledger,
@@ -20,7 +21,7 @@ from tests.billing_cast import (
     total,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hours_match_ledger")]
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -32,6 +33,7 @@ from resources.models import ResourceKind, SiteSettings
 
 from .accounts import account_for_user
 from .grants import GrantUse, grant_consequences
+from .hours import usage_hours_add
 from .periods import Period, grid_floor, split_periods, to_second
 from .pricing import PriceBook
 
@@ -76,7 +78,7 @@ def usage_accrue(*, now: datetime | None = None) -> int:
     horizon = grid_floor(now - settle, settings.TRAINYARD_BILLING_PERIOD_SECONDS)
     book = PriceBook.load()
     written, failed = 0, None
-    for account_id, attempt_ids in sorted(_pending_attempts_by_account().items()):
+    for account_id, attempt_ids in sorted(_pending_attempts_by_account(horizon).items()):
         try:
             written += _accrue_account(account_id, attempt_ids, horizon=horizon, book=book)
         except Exception as error:  # one account's trouble must not stop the others'
@@ -87,10 +89,15 @@ def usage_accrue(*, now: datetime | None = None) -> int:
     return written
 
 
-def _pending_attempts_by_account() -> dict[int, list[int]]:
+def _pending_attempts_by_account(horizon: datetime) -> dict[int, list[int]]:
+    """Attempts with something to write: new ones, ended ones not closed, running ones behind."""
     pending = (
         ReplicaAttempt.objects.filter(started_at__isnull=False)
-        .exclude(accrual__closed=True)
+        .filter(
+            Q(accrual__isnull=True)
+            | Q(accrual__closed=False, ended_at__isnull=False)
+            | Q(accrual__closed=False, accrual__billed_until__lt=horizon)
+        )
         .values_list("pk", "replica__job__owner_id")
     )
     by_owner: dict[int, list[int]] = defaultdict(list)
@@ -127,6 +134,7 @@ def _accrue_account(
         pending.sort(key=lambda p: (p.period.start, p.attempt.pk))
         rows = [_ledger_row(account, item, grants, book) for item in pending]
         UsageRecord.objects.bulk_create(rows)
+        usage_hours_add(account_id=account.pk, rows=rows)
         _save_cursors(cursors, existing_cursors)
         grants.save()
         grant_consequences(account=account, grants=grants, rows=rows)
