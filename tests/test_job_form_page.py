@@ -236,6 +236,12 @@ def test_errors_keep_everything_typed(owner_client, site):
         assert kept in html
     assert checked(html, "datasets") == ["dogs"]
     assert 'id="form-errors"' in html
+    assert "Please correct the problem below." in html
+
+
+def test_error_summary_counts_every_message(owner_client, site):
+    html = owner_client.post(URL, form_post(command="", ports="80, 80")).content.decode()
+    assert "Please correct the 3 problems below." in html
 
 
 def test_csrf_is_enforced(owner, site):

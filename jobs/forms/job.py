@@ -390,6 +390,10 @@ class JobForm(forms.Form):
             return Feasibility(error.message_dict)
         return request_feasibility(request=request, user=self.user)
 
+    @property
+    def error_count(self) -> int:
+        return sum(len(messages) for messages in self.errors.values())
+
     def add_service_errors(self, error: ValidationError) -> None:
         """Show the submit service's errors next to the fields they name."""
         for field, messages in error.message_dict.items():
