@@ -10,6 +10,7 @@ from billing.rules import free_runtime_cap_minutes, job_billing_errors
 from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from resources.feasibility import request_feasibility
+from resources.request import ResourceRequest
 
 from .hooks import schedule_soon
 from .job_input import JobInput, job_input_resolve
@@ -37,13 +38,7 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
     rename = {f: "spec" for f in RESOURCE_FIELDS} if job_input.spec else {}
     errors = FieldErrors()
     billing = job_billing_errors(
-        user=user,
-        gpu_model=request.gpu_model,
-        gpu_count=request.gpu_count,
-        replicas=request.replicas,
-        max_runtime_minutes=job_input.max_runtime_minutes,
-        resource_kind=request.kind,
-        vgpu_compute_percent=request.vgpu_compute_percent,
+        user=user, max_runtime_minutes=job_input.max_runtime_minutes, **_billed(request)
     )
     errors.merge(billing, rename)
     errors.merge(
@@ -59,6 +54,17 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
         rename,
     )
     return errors
+
+
+def _billed(request: ResourceRequest) -> dict:
+    """What the billing rules need to know of a request."""
+    return {
+        "gpu_model": request.gpu_model,
+        "gpu_count": request.gpu_count,
+        "replicas": request.replicas,
+        "resource_kind": request.kind,
+        "vgpu_compute_percent": request.vgpu_compute_percent,
+    }
 
 
 def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
@@ -86,14 +92,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         image=job_input.image,
         # A free account's job without a max run time gets the one its free hours allow.
         max_runtime_minutes=job_input.max_runtime_minutes
-        or free_runtime_cap_minutes(
-            user=user,
-            gpu_model=request.gpu_model,
-            gpu_count=request.gpu_count,
-            replicas=request.replicas,
-            resource_kind=request.kind,
-            vgpu_compute_percent=request.vgpu_compute_percent,
-        ),
+        or free_runtime_cap_minutes(user=user, **_billed(request)),
         max_retries=job_input.max_retries,
         priority=job_input.priority,
         state=Job.State.QUOTA_WAIT,
