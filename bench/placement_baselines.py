@@ -22,6 +22,7 @@ from jobs.scheduler.state import (
     Cluster,
     NodeState,
     ReplicaUse,
+    typical_of,
 )
 from resources.catalog import ModelCatalog
 
@@ -85,7 +86,7 @@ def task_shape(task: dict[str, str], models: tuple[str, ...]) -> Shape:
 
 def replay(nodes: list[NodeState], shapes: list[Shape], policy) -> Result:
     result = Result()
-    cluster = Cluster(nodes, ModelCatalog())
+    cluster = Cluster(nodes, ModelCatalog(), typical=typical_of(shapes))
     missed = False
     for shape in shapes:
         use = policy(cluster, shape)

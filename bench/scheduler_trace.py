@@ -24,6 +24,7 @@ import math
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,47 +79,60 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def timed_pass():
+    """A pass without launches; its wall time and this process's CPU time.
+
+    The machine is shared: wall time includes waiting for a CPU (see the load
+    printed beside it), CPU time does not include PostgreSQL's own work.
+    """
+    from jobs.scheduler import run_pass
+
+    cpu = time.process_time()
+    report = run_pass(launch=False)
+    return report, time.process_time() - cpu
+
+
+def figures(report, cpu: float, size: int) -> str:
+    return (
+        f"{report.seconds:.3f} s wall, {cpu:.3f} s CPU ({report.seconds / size * 1e3:.3f} ms/job), "
+        f"load {os.getloadavg()[0]:.1f}; started {len(report.started)}, "
+        f"waiting {report.quota_wait + report.resource_wait}"
+    )
+
+
 def replay(nodes, tasks, size: int, repeat: int) -> None:
     from jobs.models import Job
-    from jobs.scheduler import run_pass
 
     reset()
     cluster_setup(nodes)
     submit(tasks[:size], offset=0)
-    cold = run_pass(launch=False)
-    print(
-        f"\n{size} queued, empty cluster: cold pass {cold.seconds:.3f} s "
-        f"({cold.seconds / size * 1e3:.3f} ms/job), started {len(cold.started)}, "
-        f"waiting {cold.quota_wait + cold.resource_wait}; GPU allocated {gpu_share():.1%}"
-    )
+    cold, cpu = timed_pass()
+    print(f"\n{size} queued, empty cluster: cold pass {figures(cold, cpu, size)}")
+    print(f"  GPU allocated after it: {gpu_share():.1%}")
     # Fill the cluster with the whole trace, then queue `size` more tasks behind it.
     reset()
     cluster_setup(nodes)
     submit(tasks, offset=0)
-    fill = run_pass(launch=False)
+    fill, _cpu = timed_pass()
     Job.objects.filter(state=Job.State.STARTING).update(state=Job.State.RUNNING)
     Job.objects.filter(state__in=Job.WAITING_STATES).delete()
     submit([tasks[i % len(tasks)] for i in range(size)], offset=len(tasks))
-    print(
-        f"{size} queued, full cluster ({len(fill.started)} running, "
-        f"GPU allocated {gpu_share():.1%}):"
-    )
-    timings = []
+    print(f"{size} queued, full cluster ({len(fill.started)} running, GPU {gpu_share():.1%}):")
+    walls, cpus = [], []
     for number in range(repeat + 1):
-        report = run_pass(launch=False)
-        timings.append(report.seconds)
-        label = "first" if number == 0 else f"steady {number}"
-        print(
-            f"  {label} pass {report.seconds:.3f} s ({report.seconds / size * 1e3:.3f} ms/job), "
-            f"started {len(report.started)}, waiting {report.quota_wait + report.resource_wait}"
-        )
-    print(f"  median steady pass {statistics.median(timings[1:]):.3f} s")
-    churn = finish_some(fraction=0.02)
-    report = run_pass(launch=False)
+        report, cpu = timed_pass()
+        label = "first pass (writes every reason)" if number == 0 else f"steady pass {number}"
+        print(f"  {label}: {figures(report, cpu, size)}")
+        if number:
+            walls.append(report.seconds)
+            cpus.append(cpu)
     print(
-        f"  after {churn} running jobs ended: pass {report.seconds:.3f} s, "
-        f"started {len(report.started)}"
+        f"  median steady pass: {statistics.median(walls):.3f} s wall, "
+        f"{statistics.median(cpus):.3f} s CPU"
     )
+    churn = finish_some(fraction=0.02)
+    report, cpu = timed_pass()
+    print(f"  after {churn} running jobs ended: {figures(report, cpu, size)}")
 
 
 def reset() -> None:
@@ -266,8 +280,8 @@ def quality(nodes, tasks) -> None:
     )
     for name, result in replay_policies(nodes, tasks, CARD_MEMORY_GIB).items():
         print(
-            f"  {name:<12} {result.placed_before_miss:>25} {result.share_at_miss:>15.1%}"
-            f" {result.placed_total:>14} {result.share_at_end:>17.1%}"
+            f"  {name:<12} {result.placed_before_miss:>25} {result.share_at_miss:>15.2%}"
+            f" {result.placed_total:>14} {result.share_at_end:>17.2%}"
         )
 
 

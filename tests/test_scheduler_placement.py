@@ -280,3 +280,19 @@ def test_a_node_that_leaves_ready_during_the_pass_gets_nothing(v100):
     run_pass()
     assert fresh(job).state == Job.State.RESOURCE_WAIT
     assert not Replica.objects.exists()
+
+
+def test_a_share_goes_where_it_strands_no_card(v100):
+    # Both nodes keep one whole card whichever is chosen. The tightest card is gpu-a's
+    # (20 % free), but taking it leaves gpu-a's whole card with 4 cores beside it: too
+    # few for the 10 cores per card the queue asks for, so that card would be stranded.
+    tight = NodeFactory(name="gpu-a", gpu_model=v100, gpu_count=2, cpu_milli=14_000)
+    roomy = NodeFactory(name="gpu-b", gpu_model=v100, gpu_count=2, cpu_milli=30_000)
+    GpuCard.objects.filter(node=tight, index=0).update(compute_allocated_percent=80)
+    GpuCard.objects.filter(node=roomy, index=0).update(compute_allocated_percent=50)
+    share = vgpu_job(v100, percent=10, memory_gib=1)
+    Job.objects.filter(pk=share.pk).update(cpu_milli=10_000)
+
+    run_pass()
+
+    assert placement(share) == [("gpu-b", [0])]

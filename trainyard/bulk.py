@@ -5,24 +5,25 @@ Django's ``bulk_update`` builds one ``CASE`` per field and row, and
 (thousands of jobs in one pass) both cost seconds. Here a row is a tuple:
 
 - ``update_from_values``: ``UPDATE t SET … FROM (…) AS v WHERE t.id = v.c0``,
-  the rows coming from ``unnest`` of one array per column on PostgreSQL (a few
-  parameters, however many rows) and from a ``VALUES`` list on SQLite (3.33+).
+  the rows coming from one JSON parameter on PostgreSQL (however many rows)
+  and from a ``VALUES`` list on SQLite (3.33+).
   Increments (``col = col + v``) keep the semantics of ``F()`` updates, so the
   database's CHECK constraints still refuse an over-commit.
-- ``insert_rows``: ``INSERT … SELECT * FROM unnest(…)`` / ``VALUES``, optionally
+- ``insert_rows``: ``INSERT … SELECT * FROM`` the same rows, optionally
   returning the new primary keys in row order (as ``bulk_create`` relies on).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 
 from django.db import connection, connections, models
 
 # Well under PostgreSQL's 65,535 and SQLite's 32,766 bound parameters per statement.
 MAX_PARAMS = 10_000
-# Rows per statement on PostgreSQL, where a column is one array parameter.
-MAX_ARRAY_ROWS = 20_000
+# Rows per statement on PostgreSQL, where a batch is one JSON parameter.
+MAX_JSON_ROWS = 20_000
 
 
 def update_from_values(
@@ -116,17 +117,10 @@ def _aliases(fields: Sequence[models.Field]) -> list[str]:
 def _sources(fields: Sequence[models.Field], rows: Sequence[Sequence]):
     """Per batch of rows: a FROM item ``v`` with columns ``c0, c1, …``, and its parameters."""
     aliases = _aliases(fields)
-    preps = [_preparer(field) for field in fields]
     if connection.vendor == "postgresql":
-        arrays = ", ".join(f"CAST(%s AS {_array_type(field)})" for field in fields)
-        for start in range(0, len(rows), MAX_ARRAY_ROWS):
-            batch = rows[start : start + MAX_ARRAY_ROWS]
-            columns = [
-                [row[i] for row in batch] if prep is None else [prep(row[i]) for row in batch]
-                for i, prep in enumerate(preps)
-            ]
-            yield f"unnest({arrays}) AS v({', '.join(aliases)})", columns
+        yield from _json_sources(fields, rows, aliases)
         return
+    preps = [_preparer(field) for field in fields]
     # SQLite names VALUES columns column1, column2, …; no column list on an alias.
     names = ", ".join(f"column{i + 1} AS {alias}" for i, alias in enumerate(aliases))
     placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
@@ -142,12 +136,43 @@ def _sources(fields: Sequence[models.Field], rows: Sequence[Sequence]):
         yield f"(SELECT {names} FROM (VALUES {values})) AS v", params
 
 
-def _array_type(field: models.Field) -> str:
+def _json_sources(fields: Sequence[models.Field], rows: Sequence[Sequence], aliases: list[str]):
+    """PostgreSQL: the rows as one JSON array of arrays, taken apart by the server.
+
+    One parameter per batch, serialised by the C JSON encoder: much cheaper
+    than adapting thousands of values (or one array per column) in Python.
+    """
+    columns = ", ".join(
+        f"CAST(e -> {i} AS jsonb) AS {alias}"
+        if isinstance(field, models.JSONField)
+        else f"CAST(e ->> {i} AS {_cast_type(field)}) AS {alias}"
+        for i, (field, alias) in enumerate(zip(fields, aliases, strict=True))
+    )
+    moments = [i for i, field in enumerate(fields) if isinstance(field, models.DateTimeField)]
+    for start in range(0, len(rows), MAX_JSON_ROWS):
+        batch = rows[start : start + MAX_JSON_ROWS]
+        if moments:
+            batch = [_iso_moments(row, moments) for row in batch]
+        yield (
+            f"(SELECT {columns} FROM json_array_elements(CAST(%s AS json)) AS e) AS v",
+            [json.dumps(batch)],
+        )
+
+
+def _iso_moments(row: Sequence, moments: list[int]) -> list:
+    row = list(row)
+    for i in moments:
+        if row[i] is not None:
+            row[i] = row[i].isoformat()
+    return row
+
+
+def _cast_type(field: models.Field) -> str:
     if isinstance(field, models.ForeignKey):
         field = field.target_field
     if isinstance(field, models.IntegerField):  # also Positive*, Small*, Big*, AutoField
-        return "bigint[]"
-    return f"{field.db_type(connection)}[]"
+        return "bigint"
+    return field.db_type(connection)
 
 
 # Values of these fields reach the database as they are (ints, strings, booleans).

@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 
 from resources.catalog import ModelCatalog
 from resources.quota import Holding, charged_vector, quota_holdings_for, quota_limits_for
-from resources.request import ResourceRequest
 from resources.vector import ResourceVector
 
 from .queue import WaitingJob
@@ -50,13 +49,15 @@ class Quotas:
                     totals[key] = totals.get(key, 0) + amount
             self.usage[user_id] = totals
         # Answers per (owner, request); an owner's are forgotten when their usage grows.
-        self._answers: dict[int, dict[ResourceRequest, Admission]] = {}
+        # Requests are interned per pass (``request_from_values``): keyed by identity.
+        self._answers: dict[int, dict[int, Admission]] = {}
+        self._options: dict[int, list[tuple[str | None, ResourceVector]]] = {}
 
     def admit(self, job: WaitingJob) -> Admission:
         answers = self._answers.setdefault(job.owner_id, {})
-        answer = answers.get(job.request)
+        answer = answers.get(id(job.request))
         if answer is None:
-            answer = answers[job.request] = self._admit(job)
+            answer = answers[id(job.request)] = self._admit(job)
         return answer
 
     def _admit(self, job: WaitingJob) -> Admission:
@@ -70,8 +71,7 @@ class Quotas:
         usage = self.usage[job.owner_id]
         allowed: list[str | None] = []
         first_short = None
-        for model in options:
-            charge = self._charge(job, model)
+        for model, charge in self._charges(job, options):
             short = _short_keys(charge, usage, limits)
             if not short:
                 allowed.append(model)
@@ -120,6 +120,16 @@ class Quotas:
             if all(usage.get(k, 0) + v <= limits[k] for k, v in charge.items() if k in limits):
                 return max(now, end)
         return None
+
+    def _charges(
+        self, job: WaitingJob, options: tuple[str | None, ...]
+    ) -> list[tuple[str | None, ResourceVector]]:
+        """The charge of the job on each model it may use (the same for every owner)."""
+        charges = self._options.get(id(job.request))
+        if charges is None:
+            charges = [(model, self._charge(job, model)) for model in options]
+            self._options[id(job.request)] = charges
+        return charges
 
     def _charge(self, job: WaitingJob, model: str | None) -> ResourceVector:
         return charged_vector(

@@ -88,7 +88,8 @@ def plan_reservation(
         if pk not in fitting and fit_on_node(node, shape):
             fitting.add(pk)
         if len(fitting) >= shape.replicas:
-            uses = choose_best([copies.get(p, candidates[p]) for p in fitting], shape)
+            nodes = [copies.get(p, candidates[p]) for p in fitting]
+            uses = choose_best(nodes, shape, cluster.typical)
             if uses is None:
                 continue
             extra = {}
@@ -144,7 +145,7 @@ def estimate_starts(
         uses = None
         if len(fitting) >= item.shape.replicas:
             nodes = [copies.get(pk) or cluster.nodes[pk] for pk in fitting]
-            uses = choose_best(nodes, item.shape)
+            uses = choose_best(nodes, item.shape, cluster.typical)
         if uses is None:
             starts.update({later.job_id: None for later in queue[position:]})
             break

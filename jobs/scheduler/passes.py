@@ -31,7 +31,7 @@ from .placement import Shape, place
 from .ports import PortPool
 from .queue import WaitingJob, load_waiting, waiting_rows
 from .reasons import ResourceReasons, held_reason, ports_reason
-from .state import CardUse, Cluster, NodeState, ReplicaUse
+from .state import CardUse, Cluster, NodeState, ReplicaUse, typical_of
 from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
 
 logger = logging.getLogger(__name__)
@@ -99,6 +99,7 @@ class SchedulingPass:
         self.catalog = ModelCatalog.load() if rows else ModelCatalog()
         self.cluster = Cluster.load(self.catalog) if rows else Cluster([], self.catalog)
         self.jobs = load_waiting(rows, self.catalog)
+        self.cluster.typical = typical_of(job.request for job in self.jobs)
         self.starts: list[Start] = []
         self.outcomes: dict[int, tuple[str, str]] = {}  # job → (state, reason) or cause
         self.shapes: dict[int, Shape] = {}

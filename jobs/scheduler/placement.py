@@ -1,23 +1,30 @@
 """Best-fit placement of one job's replicas on the in-memory cluster.
 
-Best fit keeps whole nodes free for large and distributed jobs: a whole-card
-request goes to the node with the fewest wholly free cards that still has
-enough (ties: node name order), a virtual GPU to the card with the least free
-compute that still has its share, a CPU job to the node with the fewest free
-cards. A distributed job gets all its replicas on distinct nodes at once or
-nothing (gang).
+Best fit keeps whole nodes free for large and distributed jobs: candidates
+come in best-fit order (a whole-card request: nodes with the fewest wholly
+free cards that still have enough; a virtual GPU: the cards with the least
+free compute that still have its share; a CPU job: nodes with the fewest free
+cards), and among the first few the one is taken that also strands the fewest
+cards — free cards left without the CPU and memory a typical job needs beside
+them (see ``fit_score``; measured on the Alibaba trace by
+``bench/scheduler_trace.py``). A distributed job gets all its replicas on
+distinct nodes at once or nothing (gang).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from resources.models import ResourceKind
 from resources.request import ResourceRequest
 
-from .state import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse
+from .state import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
+
+# How many fitting nodes, in best-fit order, are scored before one is chosen:
+# enough to avoid stranding cards, few enough for thousands of jobs a pass.
+CANDIDATES = 16
 
 
 class Shape(NamedTuple):
@@ -111,52 +118,89 @@ def fit_on_node(node: NodeState, shape: Shape) -> ReplicaUse | None:
     )
 
 
-def fit_score(node: NodeState, use: ReplicaUse) -> tuple:
-    """Lower is a better fit: fewest wholly free cards left, then least CPU left."""
-    freed_whole = sum(1 for u in use.cards if node.cards[u.index].whole_free)
-    compute_left = sum(node.cards[u.index].compute_free - u.compute_percent for u in use.cards)
-    return (node.whole_free - freed_whole, compute_left, node.cpu_free - use.cpu_milli, node.name)
+def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) -> tuple:
+    """Lower is better: few wholly free cards left, few cards stranded, a tight fit.
+
+    A whole-card job looks first at the wholly free cards it leaves (so whole
+    nodes stay free for large jobs); a share or a CPU job first at how many
+    free cards it strands without CPU and memory beside them. Then the free
+    compute and CPU left (tightest first), and the node name for ties.
+    """
+    whole_left = node.whole_free - sum(1 for u in use.cards if node.cards[u.index].whole_free)
+    compute_left = node.compute_free - sum(u.compute_percent for u in use.cards)
+    cpu_left, memory_left = node.cpu_free - use.cpu_milli, node.memory_free - use.memory_mib
+    stranded = typical.stranded_percent(compute_left, cpu_left, memory_left)
+    newly_stranded = stranded - typical.stranded_percent(
+        node.compute_free, node.cpu_free, node.memory_free
+    )
+    if shape.whole_cards:
+        return (whole_left, newly_stranded, compute_left, cpu_left, node.name)
+    return (newly_stranded, whole_left, compute_left, cpu_left, node.name)
 
 
-def best_fit_order(cluster: Cluster, shape: Shape) -> Iterator[NodeState]:
-    """Candidate nodes, best fit first, each at most once."""
+def best_fit_order(cluster: Cluster, shape: Shape) -> Iterator[Iterable[NodeState]]:
+    """Groups of candidate nodes, best fit first, each node at most once."""
     if shape.is_vgpu and shape.gpu_count == 1 and shape.models is not None:
-        seen: set[int] = set()
-        for node, _card in cluster.cards_by_compute_free(shape.models, shape.vgpu_percent):
-            if node.pk not in seen:
-                seen.add(node.pk)
-                yield node
+        yield _distinct_nodes(cluster.cards_by_compute_free(shape.models, shape.vgpu_percent))
         return
     yield from cluster.nodes_by_whole_free(shape.models, minimum=shape.whole_cards)
+
+
+def _distinct_nodes(cards: Iterable[tuple[NodeState, object]]) -> Iterator[NodeState]:
+    seen: set[int] = set()
+    for node, _card in cards:
+        if node.pk not in seen:
+            seen.add(node.pk)
+            yield node
 
 
 def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
     """Choose a node for every replica (distinct nodes), or none at all.
 
-    ``view`` narrows what the job may use of a node (reservations); ``refused``
-    tells that some node would have fitted without it.
+    The first ``CANDIDATES`` fitting nodes in best-fit order are scored
+    (``fit_score``) and the best taken. ``view`` narrows what the job may use
+    of a node (reservations); ``refused`` tells that some node would have
+    fitted without it.
     """
-    uses: list[ReplicaUse] = []
+    scored, refused = _score_candidates(cluster, shape, view, max(CANDIDATES, shape.replicas))
+    if len(scored) < shape.replicas:
+        return Outcome(None, refused)
+    scored.sort(key=lambda item: item[0])
+    return Outcome(tuple(use for _score, use in scored[: shape.replicas]))
+
+
+def _score_candidates(
+    cluster: Cluster, shape: Shape, view: View | None, wanted: int
+) -> tuple[list[tuple[tuple, ReplicaUse]], bool]:
+    scored: list[tuple[tuple, ReplicaUse]] = []
     refused = False
-    for node in best_fit_order(cluster, shape):
-        usable = node if view is None else view(node)
-        use = fit_on_node(usable, shape)
-        if use is None:
-            refused = refused or (usable is not node and fit_on_node(node, shape) is not None)
-            continue
-        uses.append(use)
-        if len(uses) == shape.replicas:
-            return Outcome(tuple(uses))
-    return Outcome(None, refused)
+    cpu, memory = shape.cpu_milli, shape.memory_mib
+    for group in best_fit_order(cluster, shape):
+        for node in group:
+            # Most nodes that come up have free cards but not the CPU or memory: skip
+            # them before anything costlier (a reservation's view only narrows a node).
+            if node.cpu_free < cpu or node.memory_free < memory:
+                continue
+            usable = node if view is None else view(node)
+            use = fit_on_node(usable, shape)
+            if use is None:
+                refused = refused or (usable is not node and fit_on_node(node, shape) is not None)
+                continue
+            scored.append((fit_score(usable, use, shape, cluster.typical), use))
+            if len(scored) == wanted:
+                return scored, refused
+    return scored, refused
 
 
-def choose_best(candidates: list[NodeState], shape: Shape) -> tuple[ReplicaUse, ...] | None:
+def choose_best(
+    candidates: list[NodeState], shape: Shape, typical: Typical
+) -> tuple[ReplicaUse, ...] | None:
     """The ``shape.replicas`` best-fitting of these nodes (for simulations, no index)."""
     scored = []
     for node in candidates:
         use = fit_on_node(node, shape)
         if use is not None:
-            scored.append((fit_score(node, use), use))
+            scored.append((fit_score(node, use, shape, typical), use))
     if len(scored) < shape.replicas:
         return None
     scored.sort(key=lambda item: item[0])

@@ -9,8 +9,9 @@ number of wholly free cards, and (for virtual GPUs) cards by free compute.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from statistics import median_low
 from typing import NamedTuple
 
 from resources.catalog import ModelCatalog
@@ -58,7 +59,8 @@ class NodeState:
     memory_free: int
     storage_free: int
     cards: dict[int, CardState] = field(default_factory=dict)
-    whole_free: int = 0
+    whole_free: int = 0  # cards nobody holds any of
+    compute_free: int = 0  # percent, summed over the cards
 
     def copy(self) -> NodeState:
         cards = {
@@ -74,6 +76,7 @@ class NodeState:
             self.storage_free,
             cards,
             self.whole_free,
+            self.compute_free,
         )
 
     def apply(self, use: ReplicaUse, sign: int = 1) -> None:
@@ -87,6 +90,7 @@ class NodeState:
             card.compute_free -= sign * card_use.compute_percent
             card.memory_free_mib -= sign * card_use.memory_mib
             self.whole_free += card.whole_free - was_whole
+            self.compute_free -= sign * card_use.compute_percent
 
     def holds(self, use: ReplicaUse) -> bool:
         """Whether everything ``use`` takes is free here (cards by index)."""
@@ -107,11 +111,50 @@ class NodeState:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class Typical:
+    """What a typical job asks per card: free cards without this much CPU and memory
+    beside them are stranded (seed 000's V100 ratio unless the queue says otherwise)."""
+
+    cpu_milli_per_card: int = 12_000
+    memory_mib_per_card: int = 56 * 1024
+
+    def stranded_percent(self, compute_free: int, cpu_free: int, memory_free: int) -> int:
+        """Free compute (percent) that CPU and memory left beside it cannot feed."""
+        fed = min(
+            compute_free,
+            100 * cpu_free // self.cpu_milli_per_card,
+            100 * memory_free // self.memory_mib_per_card,
+        )
+        return compute_free - fed
+
+
+def typical_of(requests: Iterable) -> Typical:
+    """The median CPU and memory per card of these requests (``Shape``s or requests)."""
+    per_card = [
+        (request.cpu_milli // request.gpu_count, request.memory_mib // request.gpu_count)
+        for request in requests
+        if request.gpu_count
+    ]
+    if not per_card:
+        return Typical()
+    return Typical(
+        cpu_milli_per_card=max(1, median_low(cpu for cpu, _memory in per_card)),
+        memory_mib_per_card=max(1, median_low(memory for _cpu, memory in per_card)),
+    )
+
+
 class Cluster:
     """Ready nodes with indexes for best-fit search; ``allocate`` keeps them current."""
 
-    def __init__(self, nodes: list[NodeState], catalog: ModelCatalog) -> None:
+    def __init__(
+        self, nodes: list[NodeState], catalog: ModelCatalog, typical: Typical | None = None
+    ) -> None:
         self.catalog = catalog
+        self.typical = typical or Typical()
+        for node in nodes:
+            node.whole_free = sum(card.whole_free for card in node.cards.values())
+            node.compute_free = sum(card.compute_free for card in node.cards.values())
         self.nodes = {node.pk: node for node in nodes}
         self.max_cards = max((len(node.cards) for node in nodes), default=0)
         self.by_model: dict[str | None, list[NodeState]] = {}
@@ -167,7 +210,6 @@ class Cluster:
                     index, pk, memory, FULL_CARD_PERCENT - compute_used, memory - memory_used
                 )
                 by_pk[node_pk].cards[index] = card
-                by_pk[node_pk].whole_free += card.whole_free
         return cls(nodes, catalog)
 
     def models_of(self, requested: str | None) -> tuple[str | None, ...] | None:
@@ -178,18 +220,18 @@ class Cluster:
 
     def nodes_by_whole_free(
         self, models: tuple[str | None, ...] | None, minimum: int = 0
-    ) -> Iterator[NodeState]:
-        """Nodes of these models, fewest wholly free cards first (from ``minimum``).
+    ) -> Iterator[Iterable[NodeState]]:
+        """Groups of nodes of these models, fewest wholly free cards first (from ``minimum``).
 
         Callers finish iterating before they ``allocate`` (which moves nodes
-        between buckets), so the buckets are iterated without copies.
+        between buckets), so the buckets are handed out without copies.
         """
         keys = list(self.by_model) if models is None else models
         for free in range(minimum, self.max_cards + 1):
             for model in keys:
                 buckets = self._buckets.get(model)
-                if buckets and free < len(buckets):
-                    yield from buckets[free].values()
+                if buckets and free < len(buckets) and buckets[free]:
+                    yield buckets[free].values()
 
     def cards_by_compute_free(
         self, models: tuple[str | None, ...], minimum: int
