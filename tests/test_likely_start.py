@@ -94,3 +94,20 @@ def test_the_job_page_shows_likely_start_beside_the_upper_bound(site, client):
     client.force_login(waiter.owner)
     html = client.get(reverse("jobs:detail", args=[waiter.pk])).content.decode()
     assert "Likely start" in html and "at the latest" in html
+
+
+def test_queries_do_not_grow_with_the_running_jobs(site, django_assert_max_num_queries):
+    models, _templates = site
+    NodeFactory(gpu_model=models["V100"], gpu_count=4)
+    for n in range(4):
+        owner_job = JobFactory(gpu_model=models["V100"], command=f"python run{n}.py")
+        run_pass()
+        run_job(owner_job)
+    holder = resnet_job(site)
+    run_pass()
+    run_job(holder)
+    waiter = resnet_job(site)
+    run_pass()
+    assert fresh(waiter).state == Job.State.RESOURCE_WAIT
+    with django_assert_max_num_queries(20):
+        likely_start(job=fresh(waiter))

@@ -17,7 +17,7 @@ from resources.models import GpuModel, ResourceKind
 from .history import (
     Correction,
     Run,
-    command_runs,
+    commands_runs,
     dataset_samples_by_job,
     seeded_correction,
     template_runs,
@@ -82,6 +82,7 @@ class Estimator:
         self._runs: dict[int, list[Run]] = {}
         self._corrections: dict[int, Correction | None] = {}
         self._forbidden_ids: dict[int, set[int]] = {}
+        self._command_runs: dict[tuple[int, str], list[Run]] = {}
 
     def template(
         self,
@@ -125,6 +126,9 @@ class Estimator:
     def jobs(self, *, jobs: Sequence[Job]) -> dict[int, Estimate | None]:
         """``job`` for many jobs, with their data sizes read at once."""
         samples = dataset_samples_by_job([job.pk for job in jobs])
+        self._load_command_runs(
+            {(j.owner_id, j.command) for j in jobs if j.template_id is None and j.gpu_model_id}
+        )
         return {j.pk: self.job(job=j, dataset_samples=samples.get(j.pk, 0)) for j in jobs}
 
     def job(self, *, job: Job, dataset_samples: int | None = None) -> Estimate | None:
@@ -153,9 +157,10 @@ class Estimator:
         a run on another model is scaled by relative speed. None without such runs."""
         speeds = self.prior.speeds
         target_speed = statistics.fmean(speeds.get(m.pk, 1.0) for m in _members(gpu_model))
+        self._load_command_runs({(owner_id, command)})
         scaled = [
             run.training_seconds * speeds.get(run.gpu_model_id, target_speed) / target_speed
-            for run in command_runs(owner_id=owner_id, command=command)
+            for run in self._command_runs[owner_id, command]
             if run.cards == cards
         ]
         if not scaled:
@@ -169,6 +174,9 @@ class Estimator:
             runs=len(scaled),
             basis=Basis.OWN_RUNS,
         )
+
+    def _load_command_runs(self, keys: set[tuple[int, str]]) -> None:
+        self._command_runs.update(commands_runs(keys=keys - set(self._command_runs)))
 
     def _forbidden(self, template: WorkloadTemplate) -> set[int]:
         if template.pk not in self._forbidden_ids:

@@ -42,6 +42,7 @@ OLD_RUN_BOUND = math.exp(2 * CLIP / (1 + PRIOR_RUNS)) - 1
 # Below this many runs an unseeded template's range is doubled.
 FEW_RUNS = 3
 HISTORY_LIMIT = 100
+COMMAND_HISTORY_LIMIT = 20
 MAD_TO_SIGMA = 1.4826
 
 
@@ -56,6 +57,8 @@ class Run:
     samples: int
     training_seconds: float
     augmentation_seconds: float | None
+    # Set for runs read by command (``commands_runs``): whose, and which command.
+    key: tuple[int, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,13 @@ def dataset_samples_by_job(job_ids: Sequence[int]) -> dict[int, int]:
     )
 
 
-def _runs(jobs_filter: Q, limit: int) -> list[Run]:
+def _runs(jobs_filter: Q, limit: int, *, keyed: bool = False) -> list[Run]:
     """The latest ``limit`` succeeded jobs matching the filter, oldest first (3 queries)."""
+    fields = ["pk", "finished_at", "replicas", "gpu_count", "augmentation_command"]
     jobs = list(
         Job.objects.filter(jobs_filter, state=Job.State.SUCCEEDED, finished_at__isnull=False)
         .order_by("-finished_at", "-pk")
-        .values("pk", "finished_at", "replicas", "gpu_count", "augmentation_command")[:limit]
+        .values(*fields, *(["owner_id", "command"] if keyed else []))[:limit]
     )
     if not jobs:
         return []
@@ -155,6 +159,7 @@ def _runs(jobs_filter: Q, limit: int) -> list[Run]:
                 samples=samples.get(job["pk"]) or 0,
                 training_seconds=training,
                 augmentation_seconds=augmentation if job["augmentation_command"] else None,
+                key=(job["owner_id"], job["command"]) if keyed else None,
             )
         )
     return runs
@@ -164,6 +169,17 @@ def template_runs(*, template_id: int, limit: int = HISTORY_LIMIT) -> list[Run]:
     return _runs(Q(template_id=template_id), limit)
 
 
-def command_runs(*, owner_id: int, command: str, limit: int = 20) -> list[Run]:
-    """Earlier runs of the same command by the same person, without a template."""
-    return _runs(Q(owner_id=owner_id, template__isnull=True, command=command), limit)
+def commands_runs(
+    *, keys: set[tuple[int, str]], limit: int = COMMAND_HISTORY_LIMIT
+) -> dict[tuple[int, str], list[Run]]:
+    """Earlier runs without a template, per (owner, command), the latest ``limit`` of each
+    (3 queries for any number of keys)."""
+    if not keys:
+        return {}
+    owners, commands = {owner for owner, _c in keys}, {command for _o, command in keys}
+    query = Q(template__isnull=True, owner_id__in=owners, command__in=commands)
+    by_key: dict[tuple[int, str], list[Run]] = {key: [] for key in keys}
+    for run in _runs(query, limit * len(keys), keyed=True):
+        if run.key in by_key:
+            by_key[run.key].append(run)
+    return {key: runs[-limit:] for key, runs in by_key.items()}
