@@ -1,33 +1,11 @@
 """The New job form in a real Chromium: every mode, live ratios, panels, errors, no JavaScript."""
 
-import os
-import shutil
-
 import pytest
-from django.conf import settings
-from django.db import connections
-from django.test import Client
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from jobs.models import Job
+from tests.browser_support import signed_in_context
 from tests.job_site import build_site
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
-
-
-@pytest.fixture
-def browser():
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the
-    # test makes between page actions are still synchronous and safe.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-        # The ORM calls made while Playwright runs use a connection of their own
-        # (its greenlet has its own context); close it so the test database can go.
-        connections.close_all()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture
@@ -36,19 +14,7 @@ def site(transactional_db, project, owner):
 
 
 def signed_in_page(browser, live_server, user, *, javascript: bool = True) -> Page:
-    client = Client()
-    client.force_login(user)
-    context = browser.new_context(java_script_enabled=javascript)
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                "url": live_server.url,
-            }
-        ]
-    )
-    page = context.new_page()
+    page = signed_in_context(browser, live_server, user, java_script_enabled=javascript).new_page()
     page.goto(f"{live_server.url}/jobs/new/")
     return page
 

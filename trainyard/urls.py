@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -10,6 +11,11 @@ from trainyard.api import api
 
 def healthz(request):
     return HttpResponse("ok", content_type="text/plain")
+
+
+def favicon(request):
+    # Browsers ask for /favicon.ico on pages without an icon link (the admin's).
+    return HttpResponseRedirect(static("img/trainyard.svg"))
 
 
 urlpatterns = [
@@ -25,4 +31,5 @@ urlpatterns = [
     path("billing/", include("billing.urls")),
     path("api/v1/", api.urls),
     path("healthz", healthz),
+    path("favicon.ico", favicon),
 ]

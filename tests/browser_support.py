@@ -1,0 +1,63 @@
+"""One Chromium for every browser test: Debian's build, driven by Playwright's Python package.
+
+Registered as a pytest plugin in ``tests/conftest.py`` so ``tests/test_job_form_browser.py``
+and ``tests/browser/`` launch it the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.db import connections
+from django.test import Client
+from playwright.sync_api import Browser, BrowserContext, sync_playwright
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the
+    # test makes between page actions are still synchronous and safe.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+            yield chromium
+            chromium.close()
+    finally:
+        # The ORM calls made while Playwright runs use a connection of their own
+        # (its greenlet has its own context); close it so the test database can go.
+        connections.close_all()
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+
+def signed_in_context(browser: Browser, live_server, user, **options) -> BrowserContext:
+    """A browser context already signed in as ``user`` (the login form has its own test)."""
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(**options)
+    context.add_cookies(
+        [
+            {
+                "name": settings.SESSION_COOKIE_NAME,
+                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                "url": live_server.url,
+            }
+        ]
+    )
+    return context
