@@ -66,6 +66,7 @@ class NodeAdmin(admin.ModelAdmin):
         "memory_mib",
         "state",
         "from_slurm",
+        "slurm_partitions",
         "sandboxed",
         "last_heartbeat",
     ]
@@ -106,8 +107,25 @@ class NodeAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         node_sync_cards(node=obj)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Node | None = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.from_slurm:
+            # Synced from Slurm (jobs.execution.slurm.inventory): an edit here would not last.
+            fields += ["executor", "address", "gpu_model", "gpu_count", "cpu_milli", "memory_mib"]
+            fields += ["slurm_partitions"]
+        return fields
+
     def change_view(self, request: HttpRequest, object_id: str, form_url="", extra_context=None):
         node = self.get_object(request, object_id)
+        if node is not None and node.from_slurm:
+            messages.info(
+                request,
+                _(
+                    "This node comes from Slurm: its resources and partitions follow Slurm's at "
+                    "every sync, and draining it in Slurm drains it here. A drain set here stays "
+                    "until you mark it ready."
+                ),
+            )
         if node is not None and node.sandboxed is False:
             messages.warning(
                 request,

@@ -46,7 +46,7 @@ start_munge() {
     return
   fi
   install -d -o munge -g munge -m 0755 /run/munge
-  runuser -u munge -- /usr/sbin/munged
+  runuser -u munge -- /usr/sbin/munged </dev/null >/dev/null 2>&1 9>&-
   touch "$DIR/run/munge-started-here"
   for _ in $(seq 50); do
     munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && return
@@ -72,12 +72,15 @@ start() {
   render
   start_munge
   if ! pid_alive "$DIR/run/slurmctld.pid"; then
-    /usr/sbin/slurmctld -f "$SLURM_CONF"
+    # Daemons get neither our output (a caller reading it would wait for them forever)
+    # nor the start lock (fd 9: every later start would wait for it forever).
+    /usr/sbin/slurmctld -f "$SLURM_CONF" </dev/null >/dev/null 2>&1 9>&-
   fi
   for _ in $(seq 100); do controller_up && break; sleep 0.1; done
   controller_up || { log "slurmctld did not answer; see $DIR/log/slurmctld.log"; exit 1; }
   for node in $NODES; do
-    pid_alive "$DIR/run/slurmd-$node.pid" || /usr/sbin/slurmd -f "$SLURM_CONF" -N "$node"
+    pid_alive "$DIR/run/slurmd-$node.pid" ||
+      /usr/sbin/slurmd -f "$SLURM_CONF" -N "$node" </dev/null >/dev/null 2>&1 9>&-
   done
   # A node left down by an earlier unclean stop comes back here (drained ones stay drained).
   for node in $(sinfo -h -N -t down -o %N 2>/dev/null | sort -u); do

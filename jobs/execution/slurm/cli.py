@@ -122,9 +122,21 @@ class SlurmNode:
     address: str
 
 
+def run_json(tool: str, args: list[str]) -> dict:
+    """A ``--json`` listing; one that reports errors is no answer at all.
+
+    Slurm 22.05 exits 0 with ``"errors"`` and an empty list when the controller
+    is down: taken at its word, every job would look gone and every node too.
+    """
+    data = json.loads(run(tool, ["--json", *args]))
+    if data.get("errors"):
+        raise SlurmUnavailable(f"{tool}: {data['errors']}")
+    return data
+
+
 def jobs(*, name_prefix: str) -> dict[str, SlurmJob]:
     """The jobs Slurm still knows (pending, running and recently ended) by id."""
-    data = json.loads(run("squeue", ["--json", "--states=all"]))
+    data = run_json("squeue", ["--states=all"])
     found = (_job(raw) for raw in data.get("jobs", []))
     return {job.job_id: job for job in found if job.name.startswith(name_prefix)}
 
@@ -168,7 +180,7 @@ def finished_job(job_id: str) -> SlurmJob | None:
 
 
 def nodes() -> list[SlurmNode]:
-    data = json.loads(run("sinfo", ["--json"]))
+    data = run_json("sinfo", [])
     return [_node(raw) for raw in data.get("nodes", [])]
 
 

@@ -80,6 +80,9 @@ class Outcome:
 def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttempt) -> Outcome:
     """The final attempt state for a replica of an ended Slurm job."""
     exit_code = record.exit["exit_code"] if record.exit else slurm_job.exit_code
+    if record.stop:
+        # What Trainyard asked for, in its own words, as the local agent reports it.
+        return Outcome(record.stop["kind"], exit_code, record.stop["reason"])
     state, detail, platform_fault = _classify(slurm_job, record, attempt, exit_code)
     reason = _("Slurm job %(id)s ended %(state)s. %(detail)s") % {
         "id": slurm_job.job_id,
@@ -90,8 +93,6 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
 
 
 def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, str, bool]:
-    if record.stop:
-        return record.stop["kind"], record.stop["reason"], False
     if slurm_job.state in TIMED_OUT:
         return State.TIMED_OUT, max_runtime_reason(attempt.replica.job.max_runtime_minutes), False
     if slurm_job.state == VANISHED:

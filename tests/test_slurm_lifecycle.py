@@ -1,0 +1,105 @@
+"""Retry, max run time, stop and a controller outage, all through a real Slurm."""
+
+import time
+
+import pytest
+
+from jobs.models import Job, ReplicaAttempt
+from jobs.services.stop import job_stop
+from tests.agent_support import attempt_log, attempts_of, place, wait_for_state, wait_until
+from tests.test_agent_distributed import all_reduce_job, sums
+from tests.test_slurm_run import WAIT, gpu_job
+
+pytestmark = pytest.mark.integration
+State = ReplicaAttempt.State
+
+
+def running(job: Job, slurm) -> Job:
+    return wait_for_state(job, Job.State.RUNNING, slurm.worker, timeout=WAIT)
+
+
+def test_failing_job_is_retried_as_a_new_slurm_job(slurm):
+    command = 'echo "try $TRAINYARD_ATTEMPT"\ntest "$TRAINYARD_ATTEMPT" -ge 2'
+    job = place(gpu_job(command, max_retries=1), [slurm.nodes[0]])
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    first, second = attempts_of(job)
+    assert (first.state, first.exit_code, second.state) == (State.FAILED, 1, State.SUCCEEDED)
+    assert first.external_id != second.external_id
+    assert f"Slurm job {first.external_id} ended FAILED. Exited with exit code 1" in first.reason
+    assert "try 1" in attempt_log(first) and "try 2" in attempt_log(second)
+    jobs = slurm.jobs()
+    assert jobs[first.external_id].state == "FAILED"
+    assert jobs[first.external_id].name.endswith(f"-j{job.pk}-r0-a1")
+    assert jobs[second.external_id].name.endswith(f"-j{job.pk}-r0-a2")
+    assert any(
+        "restarting it (retry 1 of 1)" in r for r in job.events.values_list("reason", flat=True)
+    )
+
+
+def test_distributed_replica_failure_restarts_both_replicas_in_a_new_slurm_job(slurm):
+    nodes = slurm.nodes[2:4]
+    job = place(all_reduce_job('test "$TRAINYARD_REPLICA-$TRAINYARD_ATTEMPT" != 1-1\n'), nodes)
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=2 * WAIT)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert [(a.number, a.replica.index, a.state) for a in attempts_of(job)] == [
+        (1, 0, State.STOPPED),  # waiting at the rendezvous when its peer failed
+        (1, 1, State.FAILED),
+        (2, 0, State.SUCCEEDED),
+        (2, 1, State.SUCCEEDED),
+    ]
+    assert sums(job, nodes) == ["0 2 3.0", "1 2 3.0"]
+    assert len({a.external_id for a in attempts_of(job)}) == 2
+
+
+def test_max_run_time_ends_timed_out_through_slurms_time_limit(slurm):
+    job = place(gpu_job("echo started\nsleep 600", max_runtime_minutes=1), [slurm.nodes[1]])
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=180)
+    assert job.state == Job.State.TIMED_OUT, job.state_reason
+    [attempt] = attempts_of(job)
+    assert attempt.state == State.TIMED_OUT
+    assert f"Slurm job {attempt.external_id} ended TIMEOUT" in attempt.reason
+    assert "Max run time of 1 minute exceeded." in job.state_reason
+    assert slurm.jobs()[attempt.external_id].state == "TIMEOUT"
+    assert 60 <= (attempt.ended_at - attempt.started_at).total_seconds() < 150
+
+
+def test_stop_cancels_the_slurm_job_and_ends_stopped(slurm):
+    job = running(place(gpu_job("echo started\nsleep 600"), [slurm.nodes[0]]), slurm)
+    job_stop(job=job, reason="Enough for today")
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert job.state == Job.State.STOPPED
+    assert job.state_reason == "Enough for today"
+    [attempt] = attempts_of(job)
+    assert attempt.state == State.STOPPED and attempt.reason.endswith("Enough for today")
+    wait_until(
+        lambda: slurm.jobs()[attempt.external_id].state in {"CANCELLED", "FAILED"},
+        what="the Slurm job to end",
+    )
+
+
+def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
+    first = running(place(gpu_job("sleep 8\necho finished"), [slurm.nodes[0]]), slurm)
+    slurm.cluster.run("stop-controller")
+    try:
+        # Submitted while the controller is down: it waits, and is submitted once it is back.
+        second = place(gpu_job("echo second"), [slurm.nodes[1]])
+        time.sleep(20)
+        assert Job.objects.get(pk=first.pk).state == Job.State.RUNNING
+        assert Job.objects.get(pk=second.pk).state == Job.State.STARTING
+    finally:
+        slurm.cluster.run("start")
+    first = wait_for_state(first, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    second = wait_for_state(second, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert first.state == second.state == Job.State.SUCCEEDED, (
+        first.state_reason,
+        second.state_reason,
+    )
+    [attempt] = attempts_of(first)
+    assert "finished" in attempt_log(attempt)
+    assert attempt.exit_code == 0 and not attempt.platform_fault
+    reasons = list(second.events.values_list("reason", flat=True))
+    assert any("Waiting for the Slurm controller to answer" in r for r in reasons)
+    # One Slurm job each: nothing was submitted twice while the controller was away.
+    names = [j.name for j in slurm.jobs().values()]
+    assert len(names) == len(set(names)) == 2
