@@ -19,6 +19,7 @@ that differ per replica (rank, ports) are set by its own script.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ TRAINING = "training"
 BASH = "/bin/bash"
 # What the job's replicas get from Slurm rather than from Trainyard.
 FROM_SLURM = ("CUDA_VISIBLE_DEVICES",)
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ def replica_script(
     folder = shlex.quote(str(plan.attempt_folder))
     own = {k: v for k, v in plan.env.items() if shared.get(k) != v}
     names = sorted(set(plan.env) | set(FROM_SLURM))
+    if bad := [name for name in names if not VARIABLE_NAME.fullmatch(name)]:
+        raise ValueError(f"not variable names: {bad}")
     clean_env = " ".join(f'{name}="${{{name}-}}"' for name in names)
     lines = [
         "#!/bin/bash",
@@ -117,7 +121,8 @@ run_phase() {  # phase name, then the command; waits through the USR1 warning
   return "$status"
 }
 finish() {
-  local code=$1 summary="exit code $1"
+  local code=${1:-1}
+  local summary="exit code $code"
   if [ "$code" -gt 128 ] && name=$(kill -l $((code - 128)) 2>/dev/null); then
     summary="exit code $code (SIG$name)"
   fi
