@@ -141,7 +141,9 @@ def cpu_job(command: str, **fields) -> Job:
     return JobFactory(command=command, resource_kind="cpu", gpu_model=None, gpu_count=0, **fields)
 
 
-def place(job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None) -> Job:
+def place(
+    job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None, launch: bool = True
+) -> Job:
     """Put ``job`` on ``nodes`` and launch it, as the scheduler does after admission.
 
     Allocation bookkeeping is the scheduler's business and not what these tests
@@ -169,7 +171,8 @@ def place(job: Job, nodes: list[Node], *, cards: list[list[int]] | None = None) 
         )
         job_transition(job=job, to_state=Job.State.STARTING, reason="placed", attempt=1)
         job_id = job.pk
-        transaction.on_commit(lambda: job_launch(job_id))
+        if launch:
+            transaction.on_commit(lambda: job_launch(job_id))
     return job
 
 

@@ -3,6 +3,7 @@
 import json
 import os
 import time
+from datetime import timedelta
 
 import pytest
 from celery import current_app
@@ -70,3 +71,16 @@ def test_the_same_start_message_twice_starts_one_process(agent):
     (runs,) = agent.node_root.glob(f"*/jobs/{job.pk}/replica-0/output/runs")
     assert runs.read_text() == "once\n"
     assert attempts_of(job)[0].pid == attempt.pid
+
+
+def test_a_start_message_that_never_arrived_is_started_by_the_poll(agent):
+    job = place(cpu_job("echo started late"), agent.nodes, launch=False)
+    replica = job.replica_set.get()
+    attempt = ReplicaAttempt.objects.create(replica=replica, number=1, node=replica.node)
+    # As if its message had been lost a while ago (the poll waits that long before acting).
+    ReplicaAttempt.objects.filter(pk=attempt.pk).update(
+        created_at=timezone.now() - timedelta(minutes=5)
+    )
+    job = wait_for_state(job, Job.FINAL_STATES, agent)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert "started late" in attempt_log(attempts_of(job)[0])

@@ -14,7 +14,6 @@ import fcntl
 import signal
 from datetime import datetime, timedelta
 
-from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -27,7 +26,7 @@ from resources.models import SiteSettings
 
 from . import limits
 from .sandbox import bwrap_path
-from .start import report_started
+from .start import report_started, start_attempt
 from .state import AttemptFolder, active_attempt_ids, parse_time
 
 State = ReplicaAttempt.State
@@ -62,7 +61,7 @@ def _watch_all(node_name: str) -> None:
             continue
         with folder.lock():
             _watch(folder, attempt, grace)
-    _forget_untracked(node_name, set(ids))
+    _reconcile(node_name, set(ids))
 
 
 def _watch(folder: AttemptFolder, attempt: ReplicaAttempt, grace: timedelta) -> None:
@@ -176,18 +175,22 @@ def _ship_log_offset(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
             ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
 
 
-def _forget_untracked(node_name: str, tracked: set[int]) -> None:
-    """Attempts the database says run here but the state folder does not know: lost.
+def _reconcile(node_name: str, tracked: set[int]) -> None:
+    """Attempts the database puts here that the state folder does not know.
 
-    A start message never delivered, or a state folder wiped; waiting for them
-    would keep their jobs starting forever.
+    A pending one whose start message went missing (a broker that lost it, an
+    agent killed while holding it) is started now; starting is idempotent. A
+    running one the folder has no record of (a wiped folder) is lost. Either
+    way its job does not stay starting or running forever.
     """
     cutoff = timezone.now() - VANISHED_AFTER
-    orphans = (
-        ReplicaAttempt.objects.filter(node__name=node_name, state=State.RUNNING)
-        .exclude(pk__in=tracked)
-        .filter(Q(started_at__lt=cutoff))
-    )
+    here = ReplicaAttempt.objects.filter(node__name=node_name).exclude(pk__in=tracked)
+    for attempt_id in here.filter(state=State.PENDING, created_at__lt=cutoff).values_list(
+        "pk", flat=True
+    ):
+        if not AttemptFolder(node_name, attempt_id).exists("spec"):
+            start_attempt(attempt_id)
+    orphans = here.filter(state=State.RUNNING, started_at__lt=cutoff)
     for attempt_id in orphans.values_list("pk", flat=True):
         if AttemptFolder(node_name, attempt_id).exists("exit"):
             continue
