@@ -5,8 +5,10 @@ from __future__ import annotations
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from .estimates.formatting import duration_text
 from .execution.files import open_output_file, replica_output_dir
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
@@ -40,6 +42,25 @@ def runtime_context(job: Job, query: QueryDict) -> dict:
         # Polling stops with the job: a finished job's panel carries no trigger.
         "live": not job.is_finished,
         "refresh_url": reverse("jobs:runtime", args=[job.pk]) + params,
+        "progress": _run_time_progress(job, shown),
+    }
+
+
+def _run_time_progress(job: Job, shown) -> dict | None:
+    """Elapsed training time against the max run time, for a running job that has one."""
+    if job.state != Job.State.RUNNING or not job.max_runtime_minutes or shown is None:
+        return None
+    # The max-run-time clock starts with the training phase (DESIGN: after augmentation).
+    started = shown.training_started_at or shown.started_at
+    if started is None:
+        return None
+    limit = job.max_runtime_minutes * 60
+    elapsed = min(max((timezone.now() - started).total_seconds(), 0), limit)
+    return {
+        "elapsed": round(elapsed),
+        "limit": limit,
+        "elapsed_text": duration_text(elapsed),
+        "limit_text": duration_text(limit),
     }
 
 
@@ -50,7 +71,8 @@ def _int(value: str | None) -> int | None:
 @require_GET
 def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     job = _visible_job(request, pk)
-    return render(request, "jobs/_runtime_panel.html", runtime_context(job, request.GET))
+    context = {**runtime_context(job, request.GET), "oob": True}
+    return render(request, "jobs/_runtime_panel.html", context)
 
 
 @require_GET
