@@ -22,7 +22,12 @@ run: $(STAMP)
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/honcho start -f Procfile
 
-test: $(STAMP)
+# axe-core, which the browser tests inject into pages.
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+test: $(STAMP) node_modules/axe-core/axe.min.js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
