@@ -78,4 +78,4 @@ def test_layout_holds_at_phone_and_desktop_widths(pages, site, owner, job, width
     for path in ["/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", "/resources/", "/billing/"]:
         page.goto(pages.url(path))
         assert horizontal_overflow(page) <= 0, f"{path} overflows at {width}px"
-        screenshot(page, f"{width}{path.replace('/', '-')}")
+        screenshot(page, f"{width}{path.replace(str(job.pk), 'job').replace('/', '-')}")
