@@ -12,6 +12,8 @@ Celery worker with beat running the tracking pass every half second.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -32,6 +34,7 @@ SCRIPT = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
 DEV_DIR = Path(os.environ.get("TRAINYARD_SLURM_DEV_DIR", ROOT / "var" / "slurm-dev"))
 TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "munged")
 TRACK_SECONDS = 0.5
+STARTED_BY_TESTS = "started-by-tests"
 
 
 @dataclass
@@ -69,12 +72,39 @@ def slurm_cluster():
             pytest.fail(f"{why}; CI must run them (.ci/run installs and starts Slurm)")
         pytest.skip(f"SKIPPING EVERY SLURM TEST: {why}. Install: apt-get install slurm-wlm munge")
     cluster = Cluster(conf=DEV_DIR / "etc" / "slurm.conf")
-    started_here = not cluster.up()
-    if started_here:
-        cluster.run("start")
+    with _leases() as leases:
+        (leases / str(os.getpid())).touch()
+        if not cluster.up():
+            cluster.run("start")
+            (leases / STARTED_BY_TESTS).touch()
     yield cluster
-    if started_here:
-        cluster.run("stop")
+    with _leases() as leases:
+        (leases / str(os.getpid())).unlink(missing_ok=True)
+        others = [p for p in leases.iterdir() if p.name.isdigit() and _alive(int(p.name))]
+        if not others and (leases / STARTED_BY_TESTS).exists():
+            cluster.run("stop")
+            (leases / STARTED_BY_TESTS).unlink()
+
+
+@contextlib.contextmanager
+def _leases():
+    """Test sessions at once share the one cluster: the last one out stops what tests started.
+
+    A cluster started by hand or by ``.ci/run`` is never stopped here.
+    """
+    leases = DEV_DIR / "test-leases"
+    leases.mkdir(parents=True, exist_ok=True)
+    with (leases / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield leases
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 @dataclass

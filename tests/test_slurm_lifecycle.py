@@ -4,8 +4,11 @@ import time
 
 import pytest
 
+from jobs.execution.slurm import cli
+from jobs.execution.slurm.inventory import inventory_sync
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.stop import job_stop
+from resources.models import Node
 from tests.agent_support import attempt_log, attempts_of, place, wait_for_state, wait_until
 from tests.test_agent_distributed import all_reduce_job, sums
 from tests.test_slurm_run import WAIT, gpu_job
@@ -87,6 +90,9 @@ def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
         time.sleep(20)
         assert Job.objects.get(pk=first.pk).state == Job.State.RUNNING
         assert Job.objects.get(pk=second.pk).state == Job.State.STARTING
+        with pytest.raises(cli.SlurmUnavailable):
+            inventory_sync()  # and the nodes stay as they were
+        assert set(Node.objects.values_list("state", flat=True)) == {Node.State.READY}
     finally:
         slurm.cluster.run("start")
     first = wait_for_state(first, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
