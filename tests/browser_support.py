@@ -39,10 +39,11 @@ def browser() -> Iterator[Browser]:
             )
             yield chromium
             chromium.close()
+            # The ORM calls made while Playwright runs use a connection of their own
+            # (its greenlet has its own context): close it there, inside Playwright,
+            # or it outlives the test and the test database cannot be dropped.
+            connections.close_all()
     finally:
-        # The ORM calls made while Playwright runs use a connection of their own
-        # (its greenlet has its own context); close it so the test database can go.
-        connections.close_all()
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
