@@ -9,7 +9,7 @@ cent rounding would turn into nothing); totals are exact sums of the rows and
 pages show them to the cent. See ``docs/billing.md``.
 """
 
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 
 from django.conf import settings
 from django.db import models
@@ -20,6 +20,7 @@ from resources.models import GpuModel
 
 SECONDS_PER_HOUR = 3600
 HOURS_QUANTUM = Decimal("0.000001")
+UNIT_SECONDS_QUANTUM = Decimal("0.001")
 
 
 class Account(models.Model):
@@ -95,7 +96,15 @@ class FreeGrant(models.Model):
 
     @property
     def remaining_card_seconds(self) -> Decimal:
-        return max(self.card_seconds - self.used_card_seconds, Decimal(0))
+        """What is left, down to the ledger's thousandth of a second (never more than the grant)."""
+        left = (self.card_seconds - self.used_card_seconds).quantize(
+            UNIT_SECONDS_QUANTUM, ROUND_DOWN
+        )
+        return max(left, Decimal(0))
+
+    @property
+    def is_used_up(self) -> bool:
+        return not self.remaining_card_seconds
 
     @property
     def used_card_hours(self) -> Decimal:

@@ -143,3 +143,16 @@ def test_grant_consumption_equals_the_free_units_in_the_ledger(p4, owner):
     grant = FreeGrant.objects.get(account__user=owner)
     assert grant.used_card_seconds == total(ledger(account__user=owner), "free_unit_seconds")
     assert grant.used_card_hours == 2
+
+
+def test_a_grant_finer_than_the_ledger_is_used_up_to_its_last_thousandth(p4, owner):
+    grant = grant_of(owner, "1.000001")  # 3600.0036 card-seconds
+    job = job_on(p4, owner=owner)
+    attempt_of(job, started=T0, ended=T0 + timedelta(hours=2))
+
+    usage_accrue(now=LATER)
+
+    grant.refresh_from_db()
+    assert grant.used_card_seconds == Decimal("3600.003")
+    assert grant.is_used_up
+    assert AccountEvent.objects.filter(account__user=owner, kind="free_used_up").exists()

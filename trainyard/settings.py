@@ -104,6 +104,9 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+        # As the embedded default below: writers queue for the file instead of failing.
+        DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
 else:
     DATABASES = {
         "default": {

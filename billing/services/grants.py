@@ -74,8 +74,8 @@ def grant_consequences(*, account: Account, grants: GrantUse, rows: list[UsageRe
             line = grant.card_seconds * percent / 100
             if before < line <= after:
                 _warn(account, grant, percent, job_ids)
-        used_up = after >= grant.card_seconds
-        if used_up and before < grant.card_seconds:
+        used_up = grant.is_used_up
+        if used_up and before < after:
             AccountEvent.objects.create(
                 account=account, kind="free_used_up", message=grants.used_up_reason(model_id)
             )
