@@ -82,7 +82,8 @@ def test_stop_cancels_the_slurm_job_and_ends_stopped(slurm):
 
 
 def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
-    first = running(place(gpu_job("sleep 8\necho finished"), [slurm.nodes[0]]), slurm)
+    first = running(place(gpu_job("sleep 35\necho finished"), [slurm.nodes[0]]), slurm)
+    quick = running(place(gpu_job("sleep 5"), [slurm.nodes[2]]), slurm)
     slurm.cluster.run("stop-controller")
     try:
         # Submitted while the controller is down: it waits, and is submitted once it is back.
@@ -90,6 +91,8 @@ def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
         time.sleep(20)
         assert Job.objects.get(pk=first.pk).state == Job.State.RUNNING
         assert Job.objects.get(pk=second.pk).state == Job.State.STARTING
+        # A replica that exited meanwhile is reported from its own exit file.
+        assert Job.objects.get(pk=quick.pk).state == Job.State.SUCCEEDED
         with pytest.raises(cli.SlurmUnavailable):
             inventory_sync()  # and the nodes stay as they were
         assert set(Node.objects.values_list("state", flat=True)) == {Node.State.READY}
@@ -108,4 +111,4 @@ def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
     assert any("Waiting for the Slurm controller to answer" in r for r in reasons)
     # One Slurm job each: nothing was submitted twice while the controller was away.
     names = [j.name for j in slurm.jobs().values()]
-    assert len(names) == len(set(names)) == 2
+    assert len(names) == len(set(names)) == 3

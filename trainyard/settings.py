@@ -130,6 +130,8 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's own transport can hand a reader a half-written message; this one cannot.
+    CELERY_BROKER_TRANSPORT = "trainyard.filesystem_broker:Transport"
     broker_dir = VAR_DIR / "broker"
     for sub in ("in", "processed", "control"):
         (broker_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -258,8 +260,10 @@ TRAINYARD_SLURM_CONF = os.environ.get("TRAINYARD_SLURM_CONF", os.environ.get("SL
 TRAINYARD_SLURM_JOB_PREFIX = os.environ.get("TRAINYARD_SLURM_JOB_PREFIX", "trainyard")
 # Seconds a Slurm tool may take before the controller counts as unreachable for this pass.
 TRAINYARD_SLURM_COMMAND_TIMEOUT = float(os.environ.get("TRAINYARD_SLURM_COMMAND_TIMEOUT", "20"))
-# Seconds between tracking passes (states, exits, stops) and between inventory syncs.
-TRAINYARD_SLURM_TRACK_SECONDS = float(os.environ.get("TRAINYARD_SLURM_TRACK_SECONDS", "3"))
+# Seconds between tracking passes (replica starts and exits, read from their files).
+TRAINYARD_SLURM_TRACK_SECONDS = float(os.environ.get("TRAINYARD_SLURM_TRACK_SECONDS", "1"))
+# Seconds between two `squeue` calls of the tracking (what only Slurm knows), and inventory syncs.
+TRAINYARD_SLURM_QUERY_SECONDS = float(os.environ.get("TRAINYARD_SLURM_QUERY_SECONDS", "5"))
 TRAINYARD_SLURM_SYNC_SECONDS = float(os.environ.get("TRAINYARD_SLURM_SYNC_SECONDS", "60"))
 CELERY_BEAT_SCHEDULE.update(
     {

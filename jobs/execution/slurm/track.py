@@ -1,11 +1,15 @@
 """The tracking pass: what Slurm did, reported through the executor-neutral services.
 
-Each pass (Celery beat, every few seconds) looks at the unfinished attempts
+Each pass (Celery beat, every second or so) looks at the unfinished attempts
 on Slurm nodes and:
 
 - submits the ones Slurm does not have yet (a controller that was down);
-- reads every job of ours from ``squeue`` once, and reports attempts running
-  (with Slurm's start time), their training phase, and how they ended;
+- reads what the replica scripts wrote (phase started, exit) and reports
+  attempts running and ended from that alone: no controller round trip, so a
+  finished replica frees its resources within a pass;
+- every few seconds reads every job of ours from ``squeue`` once, for what
+  only Slurm knows: pending reasons, and jobs Slurm ended itself (time
+  limit, cancel, node failure, out of memory, preemption);
 - sends the KILL of a stop whose grace has passed, and enforces the max run
   time itself where Slurm's limit cannot (an augmentation search first);
 - reconciles a job Slurm no longer knows: from the replica's own ``exit.json``,
@@ -22,6 +26,7 @@ import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -86,16 +91,21 @@ def _track(now: datetime) -> PassReport:
     if unsubmitted:
         submit_attempts(unsubmitted)
         report.submitted = len(unsubmitted)
+    groups: dict[str, list[ReplicaAttempt]] = {}
+    for attempt in attempts:
+        if attempt.external_id:
+            groups.setdefault(attempt.external_id, []).append(attempt)
+    for slurm_id in [sid for sid, group in groups.items() if _from_files(sid, group, now)]:
+        del groups[slurm_id]
+        report.observed += 1
+    if not _query_due(now):
+        return report
     try:
         known = cli.jobs(name_prefix=f"{_prefix()}-j")
     except cli.SlurmUnavailable as error:
         cli.log_unavailable("tracking", error)
         report.unavailable = True
         return report
-    groups: dict[str, list[ReplicaAttempt]] = {}
-    for attempt in attempts:
-        if attempt.external_id:
-            groups.setdefault(attempt.external_id, []).append(attempt)
     grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
     for slurm_id, group in groups.items():
         slurm_job = known.get(slurm_id)
@@ -108,9 +118,38 @@ def _track(now: datetime) -> PassReport:
     return report
 
 
-def _prefix() -> str:
-    from django.conf import settings
+def _query_due(now: datetime) -> bool:
+    """Whether this pass asks ``squeue`` (at most every TRAINYARD_SLURM_QUERY_SECONDS)."""
+    key = f"trainyard:slurm-query:{_prefix()}"
+    last = cache.get(key)
+    if last is not None and now.timestamp() - last < settings.TRAINYARD_SLURM_QUERY_SECONDS:
+        return False
+    cache.set(key, now.timestamp(), timeout=3600)
+    return True
 
+
+def _from_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> bool:
+    """Report what the replicas wrote; True when every replica has exited (nothing left)."""
+    folders = [AttemptFolder(a.node.name, a.pk) for a in group]
+    for attempt, folder in zip(group, folders, strict=True):
+        started = _first_phase_start(attempt, folder)
+        if started is not None:
+            _report_progress(attempt, folder, slurm_id, started)
+    exits = [folder.read("exit") for folder in folders]
+    for attempt, exit in zip(group, exits, strict=True):
+        # At once, even while peers run: a failed replica gets the others stopped.
+        if exit is not None:
+            _report_ends([attempt], _from_exits(slurm_id, [exit]), now)
+    return all(exits)
+
+
+def _first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetime | None:
+    searching = bool(attempt.replica.job.augmentation_command.strip())
+    first = folder.read(f"phase-{Phase.AUGMENTATION if searching else Phase.TRAINING}")
+    return parse_time(first["started_at"]) if first else None
+
+
+def _prefix() -> str:
     return settings.TRAINYARD_SLURM_JOB_PREFIX
 
 
@@ -126,7 +165,9 @@ def _observe(
         return
     if slurm_job.start_time is not None:
         for attempt in group:
-            _report_progress(attempt, slurm_job)
+            folder = AttemptFolder(attempt.node.name, attempt.pk)
+            started = _first_phase_start(attempt, folder) or slurm_job.start_time
+            _report_progress(attempt, folder, slurm_job.job_id, started)
     if has_ended(slurm_job):
         _report_ends(group, slurm_job, now)
     else:
@@ -142,18 +183,19 @@ def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
         job_transition(job=job, to_state=Job.State.STARTING, reason=reason)
 
 
-def _report_progress(attempt: ReplicaAttempt, slurm_job: cli.SlurmJob) -> None:
+def _report_progress(
+    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_id: str, started_at: datetime
+) -> None:
     job = attempt.replica.job
-    folder = AttemptFolder(attempt.node.name, attempt.pk)
     if attempt.state == State.PENDING:
         searching = bool(job.augmentation_command.strip())
         deadline = None
         if job.max_runtime_minutes and not searching:
-            deadline = slurm_job.start_time + timedelta(minutes=job.max_runtime_minutes)
+            deadline = started_at + timedelta(minutes=job.max_runtime_minutes)
         attempt_running(
             attempt_id=attempt.pk,
-            started_at=slurm_job.start_time,
-            external_id=slurm_job.job_id,
+            started_at=started_at,
+            external_id=slurm_id,
             deadline=deadline,
             phase=Phase.AUGMENTATION if searching else Phase.TRAINING,
         )
@@ -163,10 +205,12 @@ def _report_progress(attempt: ReplicaAttempt, slurm_job: cli.SlurmJob) -> None:
         attempt_phase_started(
             attempt_id=attempt.pk, phase=Phase.TRAINING, at=parse_time(training["started_at"])
         )
+        attempt.training_started_at = parse_time(training["started_at"])
     with contextlib.suppress(FileNotFoundError):
         size = folder.log.stat().st_size
         if size != attempt.log_offset:
             ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
+            attempt.log_offset = size
 
 
 def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
@@ -229,20 +273,10 @@ def _past_own_deadline(attempt: ReplicaAttempt, now: datetime) -> bool:
 
 
 def _forgotten(slurm_id: str, group: list[ReplicaAttempt]) -> cli.SlurmJob:
-    """A job ``squeue`` no longer lists: what its replicas wrote, accounting, or lost."""
-    exits = [AttemptFolder(a.node.name, a.pk).read("exit") for a in group]
-    if all(exits):
-        worst = max(exit["exit_code"] for exit in exits)
-        return cli.SlurmJob(
-            job_id=slurm_id,
-            name="",
-            state="COMPLETED" if worst == 0 else "FAILED",
-            reason="",
-            wait_status=(worst & 0xFF) << 8,
-            start_time=None,
-            end_time=max(parse_time(exit["ended_at"]) for exit in exits),
-            nodes="",
-        )
+    """A job ``squeue`` no longer lists and whose replicas did not all exit: accounting, or lost.
+
+    (Replicas that all wrote their exit were reported from their files already.)
+    """
     with contextlib.suppress(cli.SlurmUnavailable):
         accounted = cli.finished_job(slurm_id)
         if accounted is not None:
@@ -255,6 +289,21 @@ def _forgotten(slurm_id: str, group: list[ReplicaAttempt]) -> cli.SlurmJob:
         wait_status=None,
         start_time=None,
         end_time=None,
+        nodes="",
+    )
+
+
+def _from_exits(slurm_id: str, exits: list[dict]) -> cli.SlurmJob:
+    """The Slurm job as its replicas' own exits tell it (Slurm says the same a moment later)."""
+    worst = max(exit["exit_code"] for exit in exits)
+    return cli.SlurmJob(
+        job_id=slurm_id,
+        name="",
+        state="COMPLETED" if worst == 0 else "FAILED",
+        reason="",
+        wait_status=(worst & 0xFF) << 8,
+        start_time=None,
+        end_time=max(parse_time(exit["ended_at"]) for exit in exits),
         nodes="",
     )
 
