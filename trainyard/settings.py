@@ -130,6 +130,8 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's own transport can hand a reader a half-written message; this one cannot.
+    CELERY_BROKER_TRANSPORT = "trainyard.filesystem_broker:Transport"
     broker_dir = VAR_DIR / "broker"
     for sub in ("in", "processed", "control"):
         (broker_dir / sub).mkdir(parents=True, exist_ok=True)

@@ -114,17 +114,18 @@ def _enforce_deadline(folder, attempt: ReplicaAttempt, now: datetime, grace: tim
 
 
 def request_stop(folder: AttemptFolder, *, kind: str, reason: str, now, grace) -> None:
-    """TERM now, KILL once ``grace`` has passed (the poll sends it)."""
-    if not folder.exists("stop"):
-        folder.write(
-            "stop",
-            {
-                "kind": kind,
-                "reason": reason,
-                "requested_at": now.isoformat(),
-                "kill_at": (now + grace).isoformat(),
-            },
-        )
+    """TERM now, KILL once ``grace`` has passed (the poll sends it); once per attempt."""
+    if folder.exists("stop"):
+        return  # a stop (or the deadline) is already under way: its KILL time stands
+    folder.write(
+        "stop",
+        {
+            "kind": kind,
+            "reason": reason,
+            "requested_at": now.isoformat(),
+            "kill_at": (now + grace).isoformat(),
+        },
+    )
     folder.signal(signal.SIGTERM)
 
 
