@@ -1,9 +1,11 @@
 """Slurm's nodes become Trainyard nodes: added, drained, brought back, and shown to admins."""
 
 import contextlib
+import io
 import subprocess
 
 import pytest
+from django.core.management import call_command
 
 from jobs.execution.slurm.inventory import inventory_sync
 from resources.models import GpuCard, Node, SlurmGpuType
@@ -147,3 +149,13 @@ def test_admin_sees_which_nodes_come_from_slurm(cluster, admin_client_):
     assert "This node comes from Slurm" in html
     assert 'name="cpu_milli"' not in html  # capacity follows Slurm: read-only here
     assert 'name="storage_gib"' in html
+
+
+def test_sync_command_says_what_changed(cluster):
+    GpuModelFactory(name="V100")
+    out = io.StringIO()
+    call_command("slurm_sync", stdout=out)
+    assert "created: gpu01, gpu02, gpu03, gpu04" in out.getvalue()
+    out = io.StringIO()
+    call_command("slurm_sync", stdout=out)
+    assert "created: -" in out.getvalue()
