@@ -26,7 +26,7 @@ def quota_reason(*, key: str, need: int, limit: int, used: int) -> str:
     message = ngettext(
         "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s is in use",
         "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s are in use",
-        used_count,
+        1 if used_count == 1 else 2,
     )
     return message % {"need": need_text, "limit": limit_text, "used": used_text}
 
@@ -35,17 +35,18 @@ def first_key(keys: list[str]) -> str:
     return min(keys, key=lambda k: next(i for i, p in enumerate(KEY_ORDER) if k.startswith(p)))
 
 
-def _quota_amounts(key: str, need: int, limit: int, used: int) -> tuple[str, str, str, int]:
+def _quota_amounts(key: str, need: int, limit: int, used: int) -> tuple[str, str, str, float]:
+    """Need, limit and use as a person reads them, and the number the verb agrees with."""
     if key == CPU:
-        cores = _cores
-        return _("%(cores)s CPU cores") % {"cores": cores(need)}, cores(limit), cores(used), used
+        need_text = _("%(cores)s CPU cores") % {"cores": _cores(need)}
+        return need_text, _cores(limit), _cores(used), used / MILLI_PER_CORE
     if key == MEMORY:
         gib = _("%(gib)s GiB")
         return (
             _("%(gib)s GiB of memory") % {"gib": _gib(need)},
             gib % {"gib": _gib(limit)},
             gib % {"gib": _gib(used)},
-            used,
+            used / MIB_PER_GIB,
         )
     kind, _sep, model = key.partition(":")
     if kind == "gpu":
