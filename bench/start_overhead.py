@@ -37,6 +37,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--poll", type=float, default=2.0, help="agent poll interval (s)")
+    parser.add_argument("--interval", type=float, default=0, help="seconds between submits")
     parser.add_argument("--logs", type=Path, help="copy the workers' logs into this folder")
     args = parser.parse_args()
 
@@ -111,38 +112,58 @@ def run(args, roots: Path, processes: list[subprocess.Popen]) -> None:
     began = time.monotonic()
     data = {"project": project.name, "command": "true", "resources": {"kind": "cpu"}}
     data["resources"].update(cpu_cores=1, memory_gib=1, storage_gib=2)
-    ids = [job_submit(user=user, data={**data, "name": f"true-{i}"}).pk for i in range(args.jobs)]
+    ids = []
+    for i in range(args.jobs):
+        ids.append(job_submit(user=user, data={**data, "name": f"true-{i}"}).pk)
+        time.sleep(args.interval)
     jobs = Job.objects.filter(pk__in=ids)
     wait_for(lambda: not jobs.exclude(state__in=Job.FINAL_STATES).exists(), 600, "all jobs")
     elapsed = time.monotonic() - began
 
     states = Counter(jobs.values_list("state", flat=True))
-    events = {}
-    for job_id, to_state, at in JobEvent.objects.filter(job__in=ids).values_list(
-        "job_id", "to_state", "created_at"
-    ):
-        events.setdefault((job_id, to_state), at)
-    start_ms, total_ms = [], []
-    for job_id, submitted, finished in jobs.values_list("pk", "submitted_at", "finished_at"):
-        starting, running = events.get((job_id, "starting")), events.get((job_id, "running"))
-        if starting and running:
-            start_ms.append((running - starting).total_seconds() * 1000)
-        total_ms.append((finished - submitted).total_seconds() * 1000)
+    stages = stage_times(jobs, JobEvent.objects.filter(job__in=ids))
     succeeded = jobs.filter(state=Job.State.SUCCEEDED).count()
     first = jobs.order_by("submitted_at").values_list("submitted_at", flat=True).first()
     last = jobs.order_by("-finished_at").values_list("finished_at", flat=True).first()
     span = (last - first).total_seconds()
+    how = f"one every {args.interval} s" if args.interval else "all at once"
     print(
-        f"{args.jobs} `true` jobs on {args.nodes} local nodes, agent poll {args.poll} s "
-        f"({timezone.now():%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs)"
+        f"{args.jobs} `true` jobs submitted {how} on {args.nodes} local nodes, agent poll "
+        f"{args.poll} s ({timezone.now():%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f})"
     )
     print(f"  succeeded: {succeeded} of {args.jobs} ({dict(states)})")
-    print(f"  starting → running: median {median(start_ms):.0f} ms, p99 {p99(start_ms):.0f} ms")
-    print(f"  submit → succeeded: median {median(total_ms):.0f} ms, p99 {p99(total_ms):.0f} ms")
+    for stage, values in stages.items():
+        print(f"  {stage}: median {median(values):.0f} ms, p99 {p99(values):.0f} ms")
     print(
         f"  finished per minute: {args.jobs / span * 60:.0f} "
         f"(first submit to last finish {span:.1f} s; wall {elapsed:.1f} s)"
     )
+
+
+def stage_times(jobs, events) -> dict[str, list[float]]:
+    """Milliseconds spent in each stage, per job, from its events."""
+    at: dict[tuple[int, str], object] = {}
+    for job_id, to_state, created in events.values_list("job_id", "to_state", "created_at"):
+        at.setdefault((job_id, to_state), created)
+    stages: dict[str, list[float]] = {
+        "submit → starting": [],
+        "starting → running": [],
+        "running → succeeded": [],
+        "submit → succeeded": [],
+    }
+    for job_id, submitted, finished in jobs.values_list("pk", "submitted_at", "finished_at"):
+        starting, running = at.get((job_id, "starting")), at.get((job_id, "running"))
+        marks = [("submit → starting", submitted, starting)]
+        marks += [
+            ("starting → running", starting, running),
+            ("running → succeeded", running, finished),
+        ]
+        marks += [("submit → succeeded", submitted, finished)]
+        for stage, begin, end in marks:
+            if begin and end:
+                stages[stage].append((end - begin).total_seconds() * 1000)
+    return stages
 
 
 def cast(node_count: int):

@@ -22,6 +22,7 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
+from jobs.agent.tasks import agent_queues
 from jobs.execution.launch import job_launch
 from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
 from jobs.services.transitions import job_transition
@@ -58,7 +59,8 @@ class Agent:
 
     def start(self) -> None:
         self.starts += 1
-        queues = ",".join(["celery"] * self.beat + [f"node.{n.name}" for n in self.nodes])
+        node_queues = [queue for node in self.nodes for queue in agent_queues(node.name)]
+        queues = ",".join(["celery"] * self.beat + node_queues)
         env = {
             **os.environ,
             "DATABASE_URL": database_url_for_subprocess(),

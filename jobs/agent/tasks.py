@@ -20,6 +20,15 @@ from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
 
 
+def agent_queues(node_name: str) -> list[str]:
+    """What the agent of a node consumes: its work, and its polls on their own queue.
+
+    Polls (and so heartbeats) must not wait behind a backlog of starts: the
+    worker takes from both queues in turn.
+    """
+    return [f"node.{node_name}", f"node.{node_name}.poll"]
+
+
 @shared_task(name="jobs.agent.start_attempt", ignore_result=True)
 def start_attempt(attempt_id: int) -> None:
     from .start import start_attempt as start
@@ -73,6 +82,6 @@ def dispatch_polls() -> None:
     interval = settings.TRAINYARD_AGENT_POLL_SECONDS
     for name in Node.objects.filter(executor=Node.Executor.LOCAL).values_list("name", flat=True):
         current_app.send_task(
-            "jobs.agent.poll", args=[name], queue=f"node.{name}", expires=interval * 2
+            "jobs.agent.poll", args=[name], queue=agent_queues(name)[1], expires=interval * 2
         )
     nodes_check_heartbeats()

@@ -8,6 +8,7 @@ Nodes added later need a restart of the agent.
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import gettext as _
 
+from jobs.agent.tasks import agent_queues
 from resources.models import Node
 
 
@@ -33,7 +34,7 @@ class Command(BaseCommand):
             raise CommandError(_("There is no local node to serve."))
         from trainyard.celery import app
 
-        queues = ",".join(node.queue_name for node in names)
+        queues = ",".join(queue for node in names for queue in agent_queues(node.name))
         self.stdout.write(f"Serving {len(names)} node(s): {queues}")
         app.worker_main(
             [
