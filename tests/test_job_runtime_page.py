@@ -52,7 +52,7 @@ def test_job_page_shows_attempts_the_log_tail_and_outputs(owner_client, ran):
     job, attempts = ran
     page = owner_client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
     assert 'id="runtime-panel"' in page and 'hx-trigger="every 2s"' in page
-    assert "line 300</pre>" in page and "line 100\n" not in page  # the last 200 lines
+    assert "line 300</code>" in page and "line 100\n" not in page  # the last 200 lines
     assert "line 101\n" in page
     assert "checkpoints/epoch-1.pt" in page and "2.0\xa0KB" in page and "metrics.json" in page
     assert "stolen" not in page  # a link the job made is not an output
