@@ -92,30 +92,43 @@ def fit_on_node(node: NodeState, shape: Shape) -> ReplicaUse | None:
     if shape.whole_cards:
         if node.whole_free < shape.whole_cards:
             return None
-        free = [c for c in node.cards.values() if c.whole_free][: shape.whole_cards]
-        cards = tuple(CardUse(c.index, FULL_CARD_PERCENT, c.memory_mib) for c in free)
+        cards = _whole_cards(node, shape.whole_cards)
     elif shape.is_vgpu:
-        fitting = [
-            c
-            for c in node.cards.values()
-            if c.compute_free >= shape.vgpu_percent and c.memory_free_mib >= shape.vgpu_memory_mib
-        ]
-        if len(fitting) < shape.gpu_count:
+        cards = _shared_cards(node, shape)
+        if not cards:
             return None
-        # Tightest cards first: shares pack onto cards already in use.
-        fitting.sort(key=lambda c: (c.compute_free, c.memory_free_mib, c.index))
-        cards = tuple(
-            sorted(
-                (
-                    CardUse(c.index, shape.vgpu_percent, shape.vgpu_memory_mib)
-                    for c in fitting[: shape.gpu_count]
-                ),
-                key=lambda u: u.index,
-            )
-        )
     return ReplicaUse(
         node.pk, shape.cpu_milli, shape.memory_mib, shape.storage_gib, cards, shape.whole_cards
     )
+
+
+def _whole_cards(node: NodeState, count: int) -> tuple[CardUse, ...]:
+    """The lowest-numbered wholly free cards (the caller checked there are enough)."""
+    cards = []
+    for card in node.cards.values():
+        if card.compute_free == FULL_CARD_PERCENT and card.memory_free_mib == card.memory_mib:
+            cards.append(CardUse(card.index, FULL_CARD_PERCENT, card.memory_mib))
+            if len(cards) == count:
+                break
+    return tuple(cards)
+
+
+def _shared_cards(node: NodeState, shape: Shape) -> tuple[CardUse, ...]:
+    """Distinct cards with room for each vGPU, tightest first so shares pack; () if too few."""
+    percent, memory = shape.vgpu_percent, shape.vgpu_memory_mib
+    fitting = [
+        (card.compute_free, card.memory_free_mib, card.index)
+        for card in node.cards.values()
+        if card.compute_free >= percent and card.memory_free_mib >= memory
+    ]
+    if len(fitting) < shape.gpu_count:
+        return ()
+    chosen = [min(fitting)] if shape.gpu_count == 1 else sorted(fitting)[: shape.gpu_count]
+    return tuple(CardUse(index, percent, memory) for *_free, index in sorted(chosen, key=_last))
+
+
+def _last(item: tuple) -> int:
+    return item[-1]
 
 
 def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) -> tuple:
@@ -126,8 +139,11 @@ def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) 
     free cards it strands without CPU and memory beside them. Then the free
     compute and CPU left (tightest first), and the node name for ties.
     """
-    whole_left = node.whole_free - sum(1 for u in use.cards if node.cards[u.index].whole_free)
-    compute_left = node.compute_free - sum(u.compute_percent for u in use.cards)
+    whole_left = node.whole_free
+    compute_left = node.compute_free
+    for card_use in use.cards:
+        whole_left -= node.cards[card_use.index].whole_free
+        compute_left -= card_use.compute_percent
     cpu_left, memory_left = node.cpu_free - use.cpu_milli, node.memory_free - use.memory_mib
     stranded = typical.stranded_percent(compute_left, cpu_left, memory_left)
     newly_stranded = stranded - typical.stranded_percent(
