@@ -7,6 +7,7 @@ real development cluster.
 import uuid
 
 import pytest
+from celery import current_app
 from django.utils import timezone
 
 from jobs.agent.state import AttemptFolder
@@ -35,7 +36,10 @@ def site(slurm_cluster, db, settings, tmp_path):
     settings.TRAINYARD_DATA_ROOT = tmp_path / "data"
     GpuModelFactory(name="V100")
     inventory_sync()
+    # The pass hands reports to tasks; here they run in this process, as it calls them.
+    current_app.conf.task_always_eager = True
     yield prefix
+    current_app.conf.task_always_eager = False
     leftover = list(cli.jobs(name_prefix=f"{prefix}-j"))
     if leftover:
         cli.cancel(leftover)

@@ -28,6 +28,13 @@ def slurm_track() -> None:
         track_pass()
 
 
+@shared_task(name="jobs.slurm.report", ignore_result=True)
+def slurm_report(slurm_id: str, attempt_ids: list[int]) -> None:
+    from .track import report_from_files
+
+    report_from_files(slurm_id, attempt_ids)
+
+
 @shared_task(name="jobs.slurm.sync_nodes", ignore_result=True)
 def slurm_sync_nodes() -> None:
     if settings.TRAINYARD_SLURM_ENABLED:

@@ -53,6 +53,8 @@ Phase = ReplicaAttempt.Phase
 # One pass at a time saves work; two at once would still be correct (every step is
 # idempotent), so a pass killed mid-way blocks the next ones for this long at most.
 LOCK_SECONDS = 30
+REPORT_KEY = "trainyard:slurm-report"
+REPORT_MARK_SECONDS = 10
 
 
 @dataclass
@@ -95,9 +97,13 @@ def _track(now: datetime) -> PassReport:
     for attempt in attempts:
         if attempt.external_id:
             groups.setdefault(attempt.external_id, []).append(attempt)
-    for slurm_id in [sid for sid, group in groups.items() if _from_files(sid, group, now)]:
-        del groups[slurm_id]
-        report.observed += 1
+    for slurm_id, group in list(groups.items()):
+        news, all_exited = _file_news(group)
+        if news:
+            _dispatch_report(slurm_id, group)
+            report.observed += 1
+        if all_exited:
+            del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
     if not _query_due(now):
         return report
     try:
@@ -128,19 +134,49 @@ def _query_due(now: datetime) -> bool:
     return True
 
 
-def _from_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> bool:
-    """Report what the replicas wrote; True when every replica has exited (nothing left)."""
+def _file_news(group: list[ReplicaAttempt]) -> tuple[bool, bool]:
+    """(something to report, every replica exited) from the files alone: no database."""
+    news, exited = False, 0
+    for attempt in group:
+        folder = AttemptFolder(attempt.node.name, attempt.pk)
+        if folder.exists("exit"):
+            news, exited = True, exited + 1
+        elif attempt.state == State.PENDING:
+            news |= _first_phase_start(attempt, folder) is not None
+        elif attempt.training_started_at is None:
+            news |= folder.exists(f"phase-{Phase.TRAINING}")
+    return news, exited == len(group)
+
+
+def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt]) -> None:
+    """Report in a task of its own, so that many replicas ending at once are reported in
+    parallel by the worker's processes; one task per Slurm job in flight at a time."""
+    from .tasks import slurm_report
+
+    if cache.add(f"{REPORT_KEY}:{slurm_id}", 1, REPORT_MARK_SECONDS):
+        slurm_report.delay(slurm_id, [a.pk for a in group])
+
+
+def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
+    """The report task: what the replicas of one Slurm job wrote, through the services."""
+    try:
+        group = list(unfinished_attempts().filter(pk__in=attempt_ids, external_id=slurm_id))
+        if group:
+            _from_files(slurm_id, group, timezone.now())
+    finally:
+        cache.delete(f"{REPORT_KEY}:{slurm_id}")
+
+
+def _from_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
     folders = [AttemptFolder(a.node.name, a.pk) for a in group]
     for attempt, folder in zip(group, folders, strict=True):
         started = _first_phase_start(attempt, folder)
         if started is not None:
             _report_progress(attempt, folder, slurm_id, started)
-    exits = [folder.read("exit") for folder in folders]
-    for attempt, exit in zip(group, exits, strict=True):
+    for attempt, folder in zip(group, folders, strict=True):
         # At once, even while peers run: a failed replica gets the others stopped.
-        if exit is not None:
+        if (exit := folder.read("exit")) is not None:
             _report_ends([attempt], _from_exits(slurm_id, [exit]), now)
-    return all(exits)
 
 
 def _first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetime | None:
@@ -192,14 +228,18 @@ def _report_progress(
         deadline = None
         if job.max_runtime_minutes and not searching:
             deadline = started_at + timedelta(minutes=job.max_runtime_minutes)
-        attempt_running(
+        reported = attempt_running(
             attempt_id=attempt.pk,
             started_at=started_at,
             external_id=slurm_id,
             deadline=deadline,
             phase=Phase.AUGMENTATION if searching else Phase.TRAINING,
         )
-        attempt.refresh_from_db()
+        if reported:
+            attempt.state, attempt.started_at = State.RUNNING, started_at
+            attempt.training_started_at = None if searching else started_at
+        else:
+            attempt.refresh_from_db()
     training = folder.read(f"phase-{Phase.TRAINING}")
     if training and attempt.training_started_at is None and attempt.state == State.RUNNING:
         attempt_phase_started(

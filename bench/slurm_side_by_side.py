@@ -1,0 +1,374 @@
+"""Slurm side by side: the same one-card `sleep 1` jobs three ways, on the same machine.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \\
+        .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5]
+
+(a) straight to Slurm: ``sbatch`` from here, one card, 12 CPUs and 56 GiB each;
+(b) through Trainyard's API (gunicorn) with the Slurm executor on the 4-node
+    development cluster (``deploy/slurm-dev``, started if it is down);
+(c) through Trainyard's API with the local executor, on 4 local nodes of the
+    same size (``manage.py run_agent``, bubblewrap where installed).
+
+Every job writes the time it started (``date +%s.%N``) and sleeps 1 s. For each
+way it prints the wall time from the first submission until every job ended,
+the jobs started per second (jobs / time from the first submission to the last
+start), the median submit-to-start delay (start file − the client's time just
+before it submitted), and the ratios to (a). Trainyard's own work runs for real:
+the scheduler's passes, the executors, the tracking, the agent. It uses a
+scratch database (``<name>_slurmbench``), created and dropped here, and
+temporary folders; ``--clients`` submit at once in every way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
+
+from bench.start_overhead import child_env, kill_replicas, spawn, stop, wait_for  # noqa: E402
+
+SLURM_DEV = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
+CONF = ROOT / "var" / "slurm-dev" / "etc" / "slurm.conf"
+COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep 1'
+
+
+@dataclass
+class Result:
+    wall_s: float
+    starts_per_s: float
+    median_delay_s: float
+    started: int
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--clients", type=int, default=4, help="submitting at once")
+    parser.add_argument(
+        "--poll", type=float, default=0.5, help="Slurm tracking and local agent poll (s)"
+    )
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_slurmbench).")
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    db["TEST"]["NAME"] = f"{db['NAME']}_slurmbench"
+    started_cluster = subprocess.run([SLURM_DEV, "status"], capture_output=True).returncode != 0
+    if started_cluster:
+        subprocess.run([SLURM_DEV, "start"], check=True, capture_output=True)
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    roots = Path(tempfile.mkdtemp(prefix="trainyard-slurmbench-"))
+    os.chmod(roots, 0o755)
+    prefix = f"tybench{uuid.uuid4().hex[:6]}"
+    settings.TRAINYARD_SLURM_CONF = str(CONF)
+    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
+    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
+    settings.TRAINYARD_NODE_ROOT = roots / "nodes"  # as child_env gives the workers
+    settings.TRAINYARD_DATA_ROOT = roots / "data"
+    processes: list[subprocess.Popen] = []
+    try:
+        results = {"a": run_sbatch(args, roots / "a")}
+        env = trainyard_env(args, roots, prefix)
+        token, slurm_nodes = cast()
+        port = start_trainyard(env, roots, processes)
+        results["b"] = run_api(args, port, token, "b")
+        local_nodes = switch_to_local(slurm_nodes)
+        agent = ["manage.py", "run_agent", "--concurrency", "4"]
+        agent += [arg for node in local_nodes for arg in ("--node", node)]
+        processes.append(spawn(agent, env, roots / "agent.log"))
+        wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
+        results["c"] = run_api(args, port, token, "c")
+        report(args, results)
+    finally:
+        for process in processes:
+            stop(process)
+        kill_replicas(roots / "nodes")
+        cancel_slurm_jobs([prefix, f"bench-{roots.name}"])
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        if started_cluster:
+            subprocess.run([SLURM_DEV, "stop"], capture_output=True)
+
+
+def run_sbatch(args, folder: Path) -> Result:
+    """(a): ``sbatch`` straight, with the resources Trainyard asks for one V100."""
+    folder.mkdir(parents=True)
+    name = f"bench-{folder.parent.name}"
+    env = {"PATH": os.defpath, "SLURM_CONF": str(CONF)}
+    submitted: dict[int, float] = {}
+
+    def submit(index: int) -> None:
+        submitted[index] = time.time()
+        command = f"date +%s.%N > {folder}/start.{index}; sleep 1"
+        argv = ["sbatch", "--parsable", f"--job-name={name}", "--partition=trainyard"]
+        argv += ["--gres=gpu:v100:1", "--cpus-per-task=12", "--mem=57344M", "--output=/dev/null"]
+        subprocess.run([*argv, f"--wrap={command}"], env=env, check=True, capture_output=True)
+
+    began = time.time()
+    in_parallel(args.jobs, args.clients, submit)
+
+    def all_ended() -> bool:
+        queued = subprocess.run(
+            ["squeue", "--noheader", f"--name={name}", "--states=PD,CF,R,CG", "--format=%i"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        return not queued.strip()
+
+    wait_for(all_ended, 3600, "the sbatch jobs")
+    ended = time.time()
+    starts = {i: float((folder / f"start.{i}").read_text()) for i in submitted}
+    return summarize(began, ended, submitted, starts)
+
+
+def trainyard_env(args, roots: Path, prefix: str) -> dict[str, str]:
+    return {
+        **child_env(roots, args.poll),
+        "TRAINYARD_SLURM": "1",
+        "TRAINYARD_SLURM_PARTITION": "trainyard",
+        "TRAINYARD_SLURM_CONF": str(CONF),
+        "TRAINYARD_SLURM_JOB_PREFIX": prefix,
+        "TRAINYARD_SLURM_TRACK_SECONDS": str(args.poll),
+        "DEBUG": "1",
+    }
+
+
+def cast() -> tuple[str, list[str]]:
+    """A paying user with a token, the V100 model, and the cluster's nodes synced."""
+    from django.contrib.auth import get_user_model
+
+    from billing.services import account_for_user
+    from jobs.execution.slurm.inventory import inventory_sync
+    from jobs.models import Project
+    from jobs.services.tokens import api_token_create
+    from resources.models import GpuModel
+
+    user = get_user_model().objects.create_user(username="bench", password=None)
+    account = account_for_user(user=user)
+    account.billing_enabled = True
+    account.save()
+    Project.objects.create(name="bench", owner=user)
+    GpuModel.objects.create(
+        name="V100", card_memory_gib=16, cpu_cores_per_card=12, memory_gib_per_card=56
+    )
+    nodes = sorted(inventory_sync().created)
+    _row, token = api_token_create(user=user, name="bench")
+    return token, nodes
+
+
+def start_trainyard(env: dict[str, str], roots: Path, processes: list) -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    gunicorn = [str(Path(sys.executable).with_name("gunicorn")), "trainyard.wsgi"]
+    gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"]
+    processes.append(
+        subprocess.Popen(
+            gunicorn,
+            cwd=ROOT,
+            env=env,
+            stdout=(roots / "web.log").open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    worker = ["-m", "celery", "-A", "trainyard", "worker", "-B", "-Q", "celery"]
+    worker += ["--schedule", str(roots / "beat"), "--concurrency", "4", "--loglevel", "INFO"]
+    worker += ["--without-gossip", "--without-mingle", "--hostname", "central@%h"]
+    processes.append(spawn(worker, env, roots / "central.log"))
+    wait_for(lambda: "ready." in (roots / "central.log").read_text(), 60, "the worker")
+    wait_for(lambda: "Booting worker" in (roots / "web.log").read_text(), 60, "gunicorn")
+    return port
+
+
+def run_api(args, port: int, token: str, label: str) -> Result:
+    """(b) or (c): submit through the API; the nodes that are ready decide the executor."""
+    from jobs.execution.files import replica_output_dir
+    from jobs.models import Job, Replica
+
+    local = threading.local()
+    submitted: dict[int, float] = {}
+
+    def submit(index: int) -> None:
+        if not hasattr(local, "connection"):
+            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        body = {
+            "project": "bench",
+            "name": f"{label}-{index}",
+            "command": COMMAND,
+            "resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 1},
+        }
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        at = time.time()
+        local.connection.request("POST", "/api/v1/jobs", json.dumps(body), headers)
+        response = local.connection.getresponse()
+        payload = response.read()
+        if response.status != 201:
+            raise SystemExit(f"submit answered {response.status}: {payload[:500]!r}")
+        submitted[json.loads(payload)["id"]] = at
+
+    began = time.time()
+    in_parallel(args.jobs, args.clients, submit)
+    jobs = Job.objects.filter(pk__in=list(submitted))
+    wait_for(lambda: not jobs.exclude(state__in=Job.FINAL_STATES).exists(), 3600, f"({label})")
+    ended = time.time()
+    failed = jobs.exclude(state=Job.State.SUCCEEDED).values_list("pk", "state", "state_reason")
+    if failed:
+        print(f"({label}) not succeeded: {list(failed)[:5]}", file=sys.stderr)
+    starts = {}
+    for job_id, node in Replica.objects.filter(job__in=jobs).values_list("job_id", "node__name"):
+        start = replica_output_dir(node, job_id, 0) / "start"
+        if start.exists():
+            starts[job_id] = float(start.read_text())
+    print(f"({label}) where the time goes: {breakdown(jobs, starts)}")
+    return summarize(began, ended, submitted, starts)
+
+
+def breakdown(jobs, starts: dict[int, float]) -> str:
+    """Medians: waiting to be placed, placed to running, replica's exit to the job's end."""
+    from jobs.models import JobEvent, ReplicaAttempt
+
+    placed = dict(
+        JobEvent.objects.filter(job__in=jobs, to_state="starting")
+        .order_by("-created_at")
+        .values_list("job_id", "created_at")
+    )
+    ends = dict(
+        ReplicaAttempt.objects.filter(replica__job__in=jobs).values_list(
+            "replica__job_id", "ended_at"
+        )
+    )
+    waits, launches, reports = [], [], []
+    for job_id, submitted_at, finished_at in jobs.values_list("pk", "submitted_at", "finished_at"):
+        if job_id in placed and job_id in starts:
+            waits.append((placed[job_id] - submitted_at).total_seconds())
+            launches.append(starts[job_id] - placed[job_id].timestamp())
+        if ends.get(job_id) and finished_at:
+            reports.append((finished_at - ends[job_id]).total_seconds())
+    median = statistics.median
+    return (
+        f"submit→placed {median(waits):.2f} s, placed→started {median(launches):.2f} s, "
+        f"replica ended→job ended {median(reports):.2f} s"
+    )
+
+
+def switch_to_local(slurm_nodes: list[str]) -> list[str]:
+    """Take the Slurm nodes out of scheduling and add 4 local nodes of the same size."""
+    from resources.models import Node
+    from resources.services import node_set_state, node_sync_cards
+
+    names = []
+    for template in Node.objects.filter(name__in=slurm_nodes).order_by("name"):
+        node_set_state(node=template, state=Node.State.DOWN, reason="bench: local turn")
+        local = Node.objects.create(
+            name=f"local-{template.name}",
+            gpu_model=template.gpu_model,
+            gpu_count=template.gpu_count,
+            cpu_milli=template.cpu_milli,
+            memory_mib=template.memory_mib,
+            storage_gib=template.storage_gib,
+        )
+        node_sync_cards(node=local)
+        names.append(local.name)
+    return names
+
+
+def in_parallel(count: int, clients: int, submit) -> None:
+    indices = iter(range(count))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        while True:
+            with lock:
+                index = next(indices, None)
+            if index is None or errors:
+                return
+            try:
+                submit(index)
+            except BaseException as error:  # reported after the threads end
+                errors.append(error)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def summarize(began: float, ended: float, submitted: dict, starts: dict) -> Result:
+    delays = [starts[key] - submitted[key] for key in starts]
+    last_start = max(starts.values()) if starts else ended
+    return Result(
+        wall_s=ended - began,
+        starts_per_s=len(starts) / (last_start - began),
+        median_delay_s=statistics.median(delays) if delays else float("nan"),
+        started=len(starts),
+    )
+
+
+def cancel_slurm_jobs(prefixes: list[str]) -> None:
+    from jobs.execution.slurm import cli
+
+    try:
+        for prefix in prefixes:
+            leftover = [sid for sid, job in cli.jobs(name_prefix=prefix).items()]
+            if leftover:
+                cli.cancel(leftover)
+    except cli.SlurmUnavailable:
+        pass
+
+
+def report(args, results: dict[str, Result]) -> None:
+    a = results["a"]
+    print(
+        f"{args.jobs} one-card `sleep 1` jobs, {args.clients} submitting at once, 4 nodes × "
+        f"4 V100; poll {args.poll} s; {os.cpu_count()} CPUs"
+    )
+    titles = {
+        "a": "(a) sbatch straight",
+        "b": "(b) Trainyard API, Slurm executor",
+        "c": "(c) Trainyard API, local executor",
+    }
+    print(f"{'':38}{'wall s':>9}{'starts/s':>10}{'median delay s':>16}{'started':>9}")
+    for key, result in results.items():
+        print(
+            f"{titles[key]:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
+            f"{result.median_delay_s:16.2f}{result.started:9d}"
+        )
+    for key in ("b", "c"):
+        result = results[key]
+        print(
+            f"({key})/(a): wall {result.wall_s / a.wall_s:.2f}, "
+            f"starts/s {result.starts_per_s / a.starts_per_s:.2f}, "
+            f"median delay {result.median_delay_s / a.median_delay_s:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
