@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from billing.services import account_for_user
 from jobs.models import Project
-from resources.models import GpuModel, Node
+from resources.models import GpuModel
 from tests.factories import (
     CodeVersionFactory,
     DatasetFactory,
