@@ -2,21 +2,29 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-stamp
+# Two stamps: `make run` needs only the app; `make test` adds the test tools and CPU PyTorch.
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: run test install lint format messages clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/pip install --quiet -c requirements.lock -e .
+	touch $@
+
+$(TEST_STAMP): $(RUN_STAMP)
 	$(BIN)/pip install --quiet -c requirements.lock -e ".[dev,torch]"
-	touch $(STAMP)
+	touch $@
 
-install: $(STAMP)
+install: $(TEST_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
@@ -27,7 +35,7 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-test: $(STAMP) node_modules/axe-core/axe.min.js
+test: $(TEST_STAMP) node_modules/axe-core/axe.min.js
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
@@ -37,7 +45,7 @@ lint:
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-messages: $(STAMP)
+messages: $(TEST_STAMP)
 	$(BIN)/python manage.py makemessages -l zh_Hans --no-obsolete
 	$(BIN)/python manage.py compilemessages -l zh_Hans
 
