@@ -127,6 +127,7 @@ def run_sbatch(args, folder: Path) -> Result:
 
     began = time.time()
     in_parallel(args.jobs, args.clients, submit)
+    print(f"(a) {args.jobs} submitted with sbatch in {time.time() - began:.1f} s")
 
     def all_ended() -> bool:
         queued = subprocess.run(
@@ -232,6 +233,7 @@ def run_api(args, port: int, token: str, label: str) -> Result:
 
     began = time.time()
     in_parallel(args.jobs, args.clients, submit)
+    print(f"({label}) {args.jobs} submitted through the API in {time.time() - began:.1f} s")
     jobs = Job.objects.filter(pk__in=list(submitted))
     wait_for(lambda: not jobs.exclude(state__in=Job.FINAL_STATES).exists(), 3600, f"({label})")
     ended = time.time()

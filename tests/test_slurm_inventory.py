@@ -12,6 +12,7 @@ from resources.models import GpuCard, Node, SlurmGpuType
 from resources.services import node_set_state
 from tests.agent_support import wait_until
 from tests.factories import GpuModelFactory
+from tests.slurm_support import wait_for_controller
 
 pytestmark = pytest.mark.integration
 PARTITION = ["gpu01", "gpu02", "gpu03", "gpu04"]
@@ -22,6 +23,7 @@ def cluster(slurm_cluster, db, settings):
     settings.TRAINYARD_SLURM_ENABLED = True
     settings.TRAINYARD_SLURM_PARTITION = "trainyard"
     settings.TRAINYARD_SLURM_CONF = str(slurm_cluster.conf)
+    wait_for_controller()
     return slurm_cluster
 
 

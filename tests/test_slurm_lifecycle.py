@@ -65,6 +65,7 @@ def test_max_run_time_ends_timed_out_through_slurms_time_limit(slurm):
     assert "Max run time of 1 minute exceeded." in job.state_reason
     assert slurm.jobs()[attempt.external_id].state == "TIMEOUT"
     assert 60 <= (attempt.ended_at - attempt.started_at).total_seconds() < 150
+    assert "[trainyard] Slurm: the max run time ends in about" in attempt_log(attempt)
 
 
 def test_stop_cancels_the_slurm_job_and_ends_stopped(slurm):
@@ -95,7 +96,8 @@ def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
         assert Job.objects.get(pk=quick.pk).state == Job.State.SUCCEEDED
         with pytest.raises(cli.SlurmUnavailable):
             inventory_sync()  # and the nodes stay as they were
-        assert set(Node.objects.values_list("state", flat=True)) == {Node.State.READY}
+        partition = Node.objects.filter(pk__in=[n.pk for n in slurm.nodes])
+        assert set(partition.values_list("state", flat=True)) == {Node.State.READY}
     finally:
         slurm.cluster.run("start")
     first = wait_for_state(first, Job.FINAL_STATES, slurm.worker, timeout=WAIT)

@@ -19,6 +19,7 @@ from jobs.services.transitions import job_transition
 from resources.models import Node
 from tests.agent_support import wait_until
 from tests.factories import GpuModelFactory, JobFactory
+from tests.slurm_support import wait_for_controller
 
 pytestmark = pytest.mark.integration
 State = ReplicaAttempt.State
@@ -35,6 +36,7 @@ def site(slurm_cluster, db, settings, tmp_path):
     settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
     settings.TRAINYARD_DATA_ROOT = tmp_path / "data"
     GpuModelFactory(name="V100")
+    wait_for_controller()
     inventory_sync()
     # The pass hands reports to tasks; here they run in this process, as it calls them.
     current_app.conf.task_always_eager = True

@@ -274,6 +274,8 @@ def test_generated_scripts_are_valid_bash(tmp_path):
             assert check.returncode == 0, (check.stderr, text)
     multi = scripts.batch_script(plans(tmp_path, 2), request=REQUEST)
     assert "srun --kill-on-bad-exit=1 --nodes=2" in multi and "gpu02)" in multi
+    # Slurm's USR1 warning reaches the batch shell only: srun must not forward it.
+    assert "exec srun" not in multi and "' USR1" in multi
 
 
 def test_replica_script_runs_the_phase_with_exactly_its_environment(tmp_path):

@@ -160,7 +160,21 @@ def batch_script(plans: list[ReplicaPlan], *, request: Request) -> str:
         "-c",
         dispatch,
     ]
-    return f"#!/bin/bash\nexec {shlex.join(srun)}\n"
+    # srun runs as a child the batch shell waits for, so that Slurm's warning before the
+    # time limit (USR1, to the batch shell only) is logged here and never forwarded to
+    # the replicas, whose commands would die of it.
+    return (
+        "#!/bin/bash\n"
+        f"trap 'echo \"[trainyard] Slurm: the max run time ends in about "
+        f"{request.warning_seconds} s.\"' USR1\n"
+        f"{shlex.join(srun)} &\n"
+        "child=$!\n"
+        "while :; do\n"
+        '  wait "$child"; status=$?\n'
+        '  if [ "$status" -gt 128 ] && kill -0 "$child" 2>/dev/null; then continue; fi\n'
+        '  exit "$status"\n'
+        "done\n"
+    )
 
 
 def sbatch_argv(

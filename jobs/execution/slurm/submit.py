@@ -97,7 +97,8 @@ def submit_group(group: list[ReplicaAttempt]) -> str | None:
             return None
         job = lead.replica.job
         name = job_name(job.pk, lead.number, job.replicas)
-        existing = cli.job_ids_named(name)
+        # The plan is written before the first sbatch: without one, nothing was submitted.
+        existing = cli.job_ids_named(name) if folder.exists(PLAN) else []
         slurm_id = existing[-1] if existing else _sbatch(group, folder, name)
         return _record(group, slurm_id) if slurm_id else None
 
@@ -275,8 +276,14 @@ def send_stop(slurm_ids: list[str], *, immediate: bool) -> bool:
         if immediate:
             cli.cancel(slurm_ids)
         else:
-            cli.signal(slurm_ids, signal_name="TERM")
+            try:
+                cli.signal(slurm_ids, signal_name="TERM")
+            except cli.SlurmRefused:
+                cli.cancel(slurm_ids)  # a job still pending takes no signal; nothing runs yet
     except cli.SlurmUnavailable as error:
         cli.log_unavailable("stopping", error)
         return False
+    except cli.SlurmRefused as error:
+        logger.warning("Slurm refused to stop %s: %s", slurm_ids, error)
+        return False  # the tracking pass tries again
     return True

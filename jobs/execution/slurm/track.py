@@ -46,7 +46,8 @@ from .outcome import (
     max_runtime_reason,
     outcome,
 )
-from .submit import parse_job_name, remember_stop, send_stop, submit_attempts
+from .submit import parse_job_name, remember_stop, send_stop
+from .tasks import slurm_report, slurm_submit
 
 State = ReplicaAttempt.State
 Phase = ReplicaAttempt.Phase
@@ -55,6 +56,9 @@ Phase = ReplicaAttempt.Phase
 LOCK_SECONDS = 30
 REPORT_KEY = "trainyard:slurm-report"
 REPORT_MARK_SECONDS = 10
+RESUBMIT_AFTER = timedelta(seconds=5)
+RESUBMIT_KEY = "trainyard:slurm-resubmit"
+RESUBMIT_MARK_SECONDS = 5
 
 
 @dataclass
@@ -89,10 +93,6 @@ def unfinished_attempts():
 def _track(now: datetime) -> PassReport:
     report = PassReport()
     attempts = list(unfinished_attempts())
-    unsubmitted = [a.pk for a in attempts if not a.external_id]
-    if unsubmitted:
-        submit_attempts(unsubmitted)
-        report.submitted = len(unsubmitted)
     groups: dict[str, list[ReplicaAttempt]] = {}
     for attempt in attempts:
         if attempt.external_id:
@@ -104,6 +104,14 @@ def _track(now: datetime) -> PassReport:
             report.observed += 1
         if all_exited:
             del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
+    # The executor's own task submits new attempts; these are the ones it could not.
+    unsubmitted = [
+        a.pk for a in attempts if not a.external_id and now - a.created_at >= RESUBMIT_AFTER
+    ]
+    if unsubmitted and cache.add(f"{RESUBMIT_KEY}:{_prefix()}", 1, RESUBMIT_MARK_SECONDS):
+        # In a task: sbatch may wait for a controller that does not answer; this pass may not.
+        slurm_submit.delay(unsubmitted)
+        report.submitted = len(unsubmitted)
     if not _query_due(now):
         return report
     try:
@@ -151,8 +159,6 @@ def _file_news(group: list[ReplicaAttempt]) -> tuple[bool, bool]:
 def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt]) -> None:
     """Report in a task of its own, so that many replicas ending at once are reported in
     parallel by the worker's processes; one task per Slurm job in flight at a time."""
-    from .tasks import slurm_report
-
     if cache.add(f"{REPORT_KEY}:{slurm_id}", 1, REPORT_MARK_SECONDS):
         slurm_report.delay(slurm_id, [a.pk for a in group])
 
