@@ -137,7 +137,7 @@ def _accrue_account(
         usage_hours_add(account_id=account.pk, rows=rows)
         _save_cursors(cursors, existing_cursors)
         grants.save()
-        grant_consequences(account=account, grants=grants, rows=rows)
+        grant_consequences(account=account, grants=grants)
     return len(rows)
 
 

@@ -17,7 +17,7 @@ from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from billing.formatting import hours_text
-from billing.models import Account, AccountEvent, FreeGrant, UsageRecord
+from billing.models import Account, AccountEvent, FreeGrant
 from jobs.models import Job, JobEvent
 from jobs.services.stop import job_stop
 
@@ -63,7 +63,7 @@ class GrantUse:
         FreeGrant.objects.bulk_update(changed, ["used_card_seconds"])
 
 
-def grant_consequences(*, account: Account, grants: GrantUse, rows: list[UsageRecord]) -> None:
+def grant_consequences(*, account: Account, grants: GrantUse) -> None:
     """Warnings for the lines crossed in this accrual, and stops for a grant used up."""
     for model_id, grant in grants.by_model.items():
         if not grant.card_hours:
