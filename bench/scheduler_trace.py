@@ -23,13 +23,10 @@ import csv
 import math
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
+from scratch import ROOT, django_setup, scratch_database
 
 TRACE = ROOT.parent / "shared" / "traces" / "alibaba-gpu-v2023"
 CARD_MEMORY_GIB = {
@@ -52,26 +49,14 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="steady passes to time")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_bench).")
-    db = settings.DATABASES["default"]
-    db["TEST"]["NAME"] = f"{db['NAME']}_bench"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    django_setup()
+    with scratch_database("bench"):
         nodes = read_csv(args.trace / "openb_node_list_gpu_node.csv")
         tasks = read_csv(args.trace / "openb_pod_list_default.csv")
         print(f"trace: {len(nodes)} GPU nodes, {len(tasks)} tasks")
         for size in args.sizes:
             replay(nodes, tasks, size, args.repeat)
         quality(nodes, tasks)
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -22,11 +22,9 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
+from scratch import ROOT, django_setup, scratch_database
+
 NODES = 30  # 240 V100 cards: every job finds free resources
 
 
@@ -37,30 +35,17 @@ def main() -> None:
     if not os.environ.get("REDIS_URL"):
         sys.exit("Set REDIS_URL (and DATABASE_URL to PostgreSQL): the bench needs the real broker.")
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_latency).")
-    db = settings.DATABASES["default"]
-    db["TEST"]["NAME"] = f"{db['NAME']}_latency"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    worker = None
-    try:
+    django_setup()
+    with scratch_database("latency"):
         token = site_setup()
-        worker = start_worker(db)
-        latencies = [submit_one(token, number) for number in range(args.jobs)]
-        report(latencies)
-    finally:
-        if worker is not None:
+        worker = start_worker()
+        try:
+            latencies = [submit_one(token, number) for number in range(args.jobs)]
+        finally:
             worker.terminate()
             worker.wait(timeout=30)
-        forget_node_queues()
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+            forget_node_queues()
+        report(latencies)
 
 
 def site_setup() -> str:
@@ -96,12 +81,10 @@ def site_setup() -> str:
     return token
 
 
-def start_worker(db: dict) -> subprocess.Popen:
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    url = (
-        f"postgres://{db.get('USER') or 'postgres'}{password}@{db.get('HOST') or '127.0.0.1'}"
-        f":{db.get('PORT') or 5432}/{db['NAME']}"
-    )
+def start_worker() -> subprocess.Popen:
+    from tests.conftest import database_url_for_subprocess
+
+    url = database_url_for_subprocess()
     log = open(ROOT / "var" / "bench-worker.log", "w")  # noqa: SIM115
     worker = subprocess.Popen(
         [

@@ -65,14 +65,20 @@ def job_kwargs(model, rng: random.Random) -> dict:
     return {**common, "resource_kind": "gpu", "gpu_count": rng.choice([1, 2, 4])}
 
 
-def test_passes_submissions_and_releases_at_once_never_over_allocate(transactional_db):
+def cluster_and_users(*, nodes: int, users: int, quota: int):
+    """V100 nodes of 8 cards, and projects of users each with a V100 card quota."""
     v100 = GpuModelFactory(name="V100")
-    NodeFactory.create_batch(4, gpu_model=v100, gpu_count=8)
-    projects = [ProjectFactory(owner=UserFactory(username=f"user{i}")) for i in range(3)]
+    NodeFactory.create_batch(nodes, gpu_model=v100, gpu_count=8)
+    projects = [ProjectFactory(owner=UserFactory(username=f"user{i}")) for i in range(users)]
     for project in projects:
         Quota.objects.create(
-            user=project.owner, resource=Quota.Resource.GPU, gpu_model=v100, limit=10
+            user=project.owner, resource=Quota.Resource.GPU, gpu_model=v100, limit=quota
         )
+    return v100, projects
+
+
+def test_passes_submissions_and_releases_at_once_never_over_allocate(transactional_db):
+    v100, projects = cluster_and_users(nodes=4, users=3, quota=10)
     errors: list = []
     submitted = threading.Event()
 
@@ -125,13 +131,7 @@ def test_passes_submissions_and_releases_at_once_never_over_allocate(transaction
 
 @pytest.mark.integration
 def test_a_worker_of_several_processes_admits_exactly_the_quota(start_celery_worker):
-    v100 = GpuModelFactory(name="V100")
-    NodeFactory.create_batch(5, gpu_model=v100, gpu_count=8)
-    projects = [ProjectFactory(owner=UserFactory(username=f"user{i}")) for i in range(4)]
-    for project in projects:
-        Quota.objects.create(
-            user=project.owner, resource=Quota.Resource.GPU, gpu_model=v100, limit=8
-        )
+    v100, projects = cluster_and_users(nodes=5, users=4, quota=8)
     start_celery_worker(queues="celery", concurrency=3)
 
     for number in range(100):
