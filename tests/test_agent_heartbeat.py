@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_silent_node_goes_down_its_replica_is_lost_and_runs_again_elsewhere(agent_env):
-    SiteSettings.objects.filter(pk=1).update(heartbeat_timeout_seconds=2)
+    SiteSettings.objects.filter(pk=1).update(heartbeat_timeout_seconds=4)
     doomed, spare = make_node(), make_node()
     central = agent_env([spare])  # with beat: polls and the heartbeat check
     doomed_agent = agent_env([doomed], beat=False)

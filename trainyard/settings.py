@@ -157,6 +157,8 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Seconds between two passes of each node agent (exits, deadlines, heartbeats).
 TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECONDS", "2"))
+# A poll not run by then is dropped; longer than a busy (or file-system) broker's delivery.
+TRAINYARD_AGENT_POLL_EXPIRES = max(10.0, 5 * TRAINYARD_AGENT_POLL_SECONDS)
 # The node agent's and the Slurm backend's tasks live outside an app's tasks.py.
 CELERY_IMPORTS = ["jobs.agent.tasks", "jobs.execution.slurm.tasks"]
 # Each entry expires so that missed runs of a periodic task do not pile up.
@@ -164,7 +166,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "agent-polls": {
         "task": "jobs.agent.dispatch_polls",
         "schedule": timedelta(seconds=TRAINYARD_AGENT_POLL_SECONDS),
-        "options": {"expires": TRAINYARD_AGENT_POLL_SECONDS},
+        "options": {"expires": TRAINYARD_AGENT_POLL_EXPIRES},
     },
     "scheduler-pass": {
         "task": "jobs.tasks.schedule_pass",

@@ -79,9 +79,9 @@ def poll(node_name: str) -> None:
 @shared_task(name="jobs.agent.dispatch_polls", ignore_result=True)
 def dispatch_polls() -> None:
     """Send each local node's agent its poll (expiring, so a dead agent's queue stays short)."""
-    interval = settings.TRAINYARD_AGENT_POLL_SECONDS
+    expires = settings.TRAINYARD_AGENT_POLL_EXPIRES
     for name in Node.objects.filter(executor=Node.Executor.LOCAL).values_list("name", flat=True):
         current_app.send_task(
-            "jobs.agent.poll", args=[name], queue=agent_queues(name)[1], expires=interval * 2
+            "jobs.agent.poll", args=[name], queue=agent_queues(name)[1], expires=expires
         )
     nodes_check_heartbeats()
