@@ -73,7 +73,7 @@ def slurm_cluster():
             pytest.fail(f"{why}; CI must run them (.ci/run installs and starts Slurm)")
         pytest.skip(f"SKIPPING EVERY SLURM TEST: {why}. Install: apt-get install slurm-wlm munge")
     cluster = Cluster(conf=DEV_DIR / "etc" / "slurm.conf")
-    with _leases() as leases:
+    with _use(fcntl.LOCK_SH), _leases() as leases:
         (leases / str(os.getpid())).touch()
         if not cluster.up():
             cluster.run("start")
@@ -108,6 +108,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _use(mode: int):
+    """Tests share the cluster (LOCK_SH); one that stops the controller or changes a node
+    holds it alone (LOCK_EX), so that no other test session's tests run meanwhile."""
+    DEV_DIR.mkdir(parents=True, exist_ok=True)
+    with (DEV_DIR / "use.lock").open("a") as lock:
+        fcntl.flock(lock, mode)
+        yield
+
+
+@pytest.fixture
+def slurm_use(slurm_cluster, request):
+    """Held for the whole test; exclusive for tests that also ask for ``slurm_cluster_alone``."""
+    alone = "slurm_cluster_alone" in request.fixturenames
+    with _use(fcntl.LOCK_EX if alone else fcntl.LOCK_SH):
+        yield slurm_cluster
+
+
+@pytest.fixture
+def slurm_cluster_alone(slurm_use):
+    """For tests that stop the controller or change a node's state or partition."""
+    return slurm_use
+
+
 def wait_for_controller(timeout: float = 90) -> None:
     """Wait out a controller that another test session's outage test has stopped."""
     deadline = time.monotonic() + timeout
@@ -133,8 +157,9 @@ class SlurmSite:
 
 
 @pytest.fixture
-def slurm(slurm_cluster, agent_env, settings):
+def slurm(slurm_use, agent_env, settings):
     """Trainyard on the dev cluster: nodes gpu01-gpu04 synced, a tracking worker running."""
+    slurm_cluster = slurm_use
     prefix = f"ty{uuid.uuid4().hex[:8]}"
     env = {
         "TRAINYARD_SLURM": "1",

@@ -19,12 +19,12 @@ PARTITION = ["gpu01", "gpu02", "gpu03", "gpu04"]
 
 
 @pytest.fixture
-def cluster(slurm_cluster, db, settings):
+def cluster(slurm_use, db, settings):
     settings.TRAINYARD_SLURM_ENABLED = True
     settings.TRAINYARD_SLURM_PARTITION = "trainyard"
-    settings.TRAINYARD_SLURM_CONF = str(slurm_cluster.conf)
+    settings.TRAINYARD_SLURM_CONF = str(slurm_use.conf)
     wait_for_controller()
-    return slurm_cluster
+    return slurm_use
 
 
 def node(name: str) -> Node:
@@ -60,7 +60,7 @@ def test_sync_creates_one_slurm_node_per_node_of_the_partition(cluster):
 
 
 @pytest.fixture
-def spare(cluster):
+def spare(slurm_cluster_alone, cluster):
     """gpu05 joins partition trainyard for the test (only it changes state: tests running
     jobs on gpu01-gpu04 at the same time are not disturbed)."""
     GpuModelFactory(name="V100")

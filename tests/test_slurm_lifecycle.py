@@ -1,5 +1,7 @@
 """Retry, max run time, stop and a controller outage, all through a real Slurm."""
 
+import contextlib
+import subprocess
 import time
 
 import pytest
@@ -82,7 +84,7 @@ def test_stop_cancels_the_slurm_job_and_ends_stopped(slurm):
     )
 
 
-def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
+def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm_cluster_alone, slurm):
     first = running(place(gpu_job("sleep 35\necho finished"), [slurm.nodes[0]]), slurm)
     quick = running(place(gpu_job("sleep 5"), [slurm.nodes[2]]), slurm)
     slurm.cluster.run("stop-controller")
@@ -114,3 +116,29 @@ def test_job_outlives_a_20_second_controller_outage_and_ends_right(slurm):
     # One Slurm job each: nothing was submitted twice while the controller was away.
     names = [j.name for j in slurm.jobs().values()]
     assert len(names) == len(set(names)) == 3
+
+
+def test_node_failure_loses_the_attempt_unbilled_and_places_the_job_again(
+    slurm_cluster_alone, slurm
+):
+    cluster = slurm.cluster
+    cluster.scontrol("update", "partitionname=trainyard", "nodes=gpu0[1-5]")
+    try:
+        inventory_sync()
+        spare = Node.objects.get(name="gpu05")
+        job = running(place(gpu_job("sleep 600"), [spare]), slurm)
+        cluster.scontrol("update", "nodename=gpu05", "state=down", "reason=power cut")
+        first = ReplicaAttempt.objects.filter(replica__job=job, number=1)
+        wait_until(lambda: first.filter(state=State.LOST).exists(), what="attempt 1 lost")
+    finally:
+        cluster.scontrol("update", "partitionname=trainyard", "nodes=gpu0[1-4]")
+        with contextlib.suppress(subprocess.CalledProcessError):
+            cluster.scontrol("update", "nodename=gpu05", "state=resume")
+    first = first.get()
+    assert first.platform_fault  # not billed
+    assert f"Slurm job {first.external_id} ended NODE_FAIL" in first.reason
+    job = Job.objects.get(pk=job.pk)
+    assert job.attempt == 2  # placed again as attempt 2, its retries untouched
+    events = job.events.values_list("to_state", "reason")
+    assert any(to == "resource_wait" and "was lost with node gpu05" in r for to, r in events)
+    job_stop(job=job)

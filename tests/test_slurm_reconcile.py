@@ -26,11 +26,11 @@ State = ReplicaAttempt.State
 
 
 @pytest.fixture
-def site(slurm_cluster, db, settings, tmp_path):
+def site(slurm_use, db, settings, tmp_path):
     prefix = f"ty{uuid.uuid4().hex[:8]}"
     settings.TRAINYARD_SLURM_ENABLED = True
     settings.TRAINYARD_SLURM_PARTITION = "trainyard"
-    settings.TRAINYARD_SLURM_CONF = str(slurm_cluster.conf)
+    settings.TRAINYARD_SLURM_CONF = str(slurm_use.conf)
     settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
     settings.TRAINYARD_SLURM_QUERY_SECONDS = 0  # every pass asks squeue
     settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"

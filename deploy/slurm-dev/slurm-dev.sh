@@ -16,7 +16,8 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 DIR="${TRAINYARD_SLURM_DEV_DIR:-$ROOT/var/slurm-dev}"
-CTLD_PORT="${TRAINYARD_SLURM_DEV_PORT:-16817}"
+# Ports of their own per state folder: two checkouts on one machine get two clusters.
+CTLD_PORT="${TRAINYARD_SLURM_DEV_PORT:-$((16017 + $(printf '%s' "$DIR" | cksum | cut -d' ' -f1) % 700 * 10))}"
 NODES="gpu01 gpu02 gpu03 gpu04 gpu05"
 export SLURM_CONF="$DIR/etc/slurm.conf"
 

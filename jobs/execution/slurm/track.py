@@ -100,7 +100,7 @@ def _track(now: datetime) -> PassReport:
     for slurm_id, group in list(groups.items()):
         news, all_exited = _file_news(group)
         if news:
-            _dispatch_report(slurm_id, group)
+            _dispatch_report(slurm_id, group, news)
             report.observed += 1
         if all_exited:
             del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
@@ -142,35 +142,34 @@ def _query_due(now: datetime) -> bool:
     return True
 
 
-def _file_news(group: list[ReplicaAttempt]) -> tuple[bool, bool]:
-    """(something to report, every replica exited) from the files alone: no database."""
-    news, exited = False, 0
+def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
+    """(what there is to report, "" for nothing; every replica exited), from files alone."""
+    started = training = exited = 0
     for attempt in group:
         folder = AttemptFolder(attempt.node.name, attempt.pk)
         if folder.exists("exit"):
-            news, exited = True, exited + 1
+            exited += 1
         elif attempt.state == State.PENDING:
-            news |= _first_phase_start(attempt, folder) is not None
+            started += _first_phase_start(attempt, folder) is not None
         elif attempt.training_started_at is None:
-            news |= folder.exists(f"phase-{Phase.TRAINING}")
+            training += folder.exists(f"phase-{Phase.TRAINING}")
+    news = f"{started}-{training}-{exited}" if started or training or exited else ""
     return news, exited == len(group)
 
 
-def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt]) -> None:
+def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt], news: str) -> None:
     """Report in a task of its own, so that many replicas ending at once are reported in
-    parallel by the worker's processes; one task per Slurm job in flight at a time."""
-    if cache.add(f"{REPORT_KEY}:{slurm_id}", 1, REPORT_MARK_SECONDS):
+    parallel by the worker's processes. The same news is sent once (until its mark
+    expires, in case that task was lost); new news at once."""
+    if cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS):
         slurm_report.delay(slurm_id, [a.pk for a in group])
 
 
 def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
     """The report task: what the replicas of one Slurm job wrote, through the services."""
-    try:
-        group = list(unfinished_attempts().filter(pk__in=attempt_ids, external_id=slurm_id))
-        if group:
-            _from_files(slurm_id, group, timezone.now())
-    finally:
-        cache.delete(f"{REPORT_KEY}:{slurm_id}")
+    group = list(unfinished_attempts().filter(pk__in=attempt_ids, external_id=slurm_id))
+    if group:
+        _from_files(slurm_id, group, timezone.now())
 
 
 def _from_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
