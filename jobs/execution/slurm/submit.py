@@ -1,9 +1,10 @@
 """Submitting a job attempt to Slurm, at most once, and stopping it.
 
 Idempotent: the Slurm job's name says which Trainyard job and attempt it runs
-(``<prefix>-j<job>-r<replicas>-a<attempt>``), and before submitting we ask
-Slurm for a job of that name, so a start delivered twice, or retried after
-``sbatch`` answered but before we recorded its id, never makes a second job.
+(``<prefix>-j<job>-r<replicas>-a<attempt>``), and before submitting again
+(once a submission plan exists) we ask Slurm for a job of that name, so a start
+delivered twice, or retried after ``sbatch`` answered but before we recorded
+its id, never makes a second job.
 Submit and stop of one job attempt take the lead attempt folder's lock, so a
 stop either finds the Slurm job id or prevents the submission.
 """
@@ -19,6 +20,8 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+# The local agent's own preparation (folders, links, environment, command scripts,
+# refusals), so that a replica sees the same on both executors; not rewritten here.
 from jobs.agent.start import (
     _end_unstarted,
     _environment,

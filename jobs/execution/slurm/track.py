@@ -3,10 +3,10 @@
 Each pass (Celery beat, every second or so) looks at the unfinished attempts
 on Slurm nodes and:
 
-- submits the ones Slurm does not have yet (a controller that was down);
-- reads what the replica scripts wrote (phase started, exit) and reports
-  attempts running and ended from that alone: no controller round trip, so a
-  finished replica frees its resources within a pass;
+- reads what the replica scripts wrote (phase started, exit) and has a task
+  report attempts running and ended from that alone: no controller round trip,
+  so a finished replica frees its resources within a pass;
+- has the ones Slurm does not have yet submitted (the controller was down);
 - every few seconds reads every job of ours from ``squeue`` once, for what
   only Slurm knows: pending reasons, and jobs Slurm ended itself (time
   limit, cancel, node failure, out of memory, preemption);
