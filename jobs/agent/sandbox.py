@@ -82,13 +82,14 @@ def bwrap_argv(
             argv += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             argv += ["--ro-bind", path, path]
-    argv += _passable_parents(mounts.read_only_extra)
-    for path in mounts.read_only_extra:
-        argv += ["--ro-bind", path, path]
     argv += ["--dev", "/dev", "--proc", "/proc"]
     for device in sorted(Path("/dev").glob("nvidia*")):
         argv += ["--dev-bind", str(device), str(device)]
     argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    # After the private /tmp, so a Python environment that lives under /tmp stays visible.
+    argv += _passable_parents(mounts.read_only_extra)
+    for path in mounts.read_only_extra:
+        argv += ["--ro-bind", path, path]
     argv += ["--perms", "0755", "--dir", "/trainyard"]
     if mounts.code:
         argv += ["--ro-bind", str(mounts.code), "/trainyard/code"]
