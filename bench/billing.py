@@ -206,16 +206,18 @@ def timed(label: str, call, repeat: int) -> None:
 def measure(heavy, typical, repeat: int) -> None:
     from django.test import Client
 
+    from billing.models import UsageRecord
     from billing.months import Month
     from billing.selectors import month_usage, overview_for, statement_for
 
     month = Month(2026, 1)
-    in_month = month_usage(month)
-    print(f"rows in {month}: {in_month.count():,}")
+    ledger = UsageRecord.objects.filter(period_start__gte=month.start, period_start__lt=month.end)
+    hours = month_usage(month)
+    print(f"{month}: {ledger.count():,} ledger rows, {hours.count():,} hour rows")
     for label, account in (("typical", typical), ("heavy", heavy)):
-        rows = in_month.filter(account=account).count()
+        rows = ledger.filter(account=account).count()
         timed(
-            f"statement, {label} user ({rows:,} rows)",
+            f"statement, {label} user ({rows:,} ledger rows)",
             lambda account=account: statement_for(account=account, month=month),
             repeat,
         )
