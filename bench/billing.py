@@ -3,7 +3,7 @@
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard \\
         .venv/bin/python bench/billing.py [--rows 1000000] [--repeat 5]
 
-It works in its own scratch database (``<name>_bench``), created and dropped
+It works in its own scratch database (``<name>_billing_bench``), created and dropped
 here. 1,000 accounts, one of them "heavy" (10 % of all rows), jobs of 1-4 cards
 with one attempt of 100 one-minute rows each, spread over ``--months`` months
 from January 2026; the month measured is January. With ``--months 1`` (the
@@ -21,16 +21,11 @@ month, < 1 s for the overview.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
+from scratch import django_setup, scratch_database
 
 ACCOUNTS = 1000
 HEAVY_SHARE = 0.10
@@ -47,24 +42,12 @@ def main() -> None:
     parser.add_argument("--running", type=int, default=1000, help="attempts the accrual meets")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_bench).")
-    db = settings.DATABASES["default"]
-    db["TEST"]["NAME"] = f"{db['NAME']}_bench"
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    try:
+    django_setup()
+    with scratch_database("billing_bench"):
         heavy, typical = populate(args.rows, args.months)
         measure(heavy, typical, args.repeat)
         explain(heavy)
         accrual(args.running)
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 def populate(rows: int, months: int):
@@ -288,7 +271,7 @@ def accrual(running: int) -> None:
         ReplicaAttempt(replica=r, number=1, node_id=r.node_id, state="running", started_at=started)
         for r in replicas
     )
-    print(f"\naccrual with {running:,} running attempts ({len(accounts)} accounts):")
+    print(f"\naccrual, {running:,} running attempts of {min(running, len(accounts))} accounts:")
     for minutes, what in ((12, "first run, 10 minutes each"), (13, "next minute"), (13, "again")):
         before = UsageRecord.objects.count()
         began = time.perf_counter()
