@@ -272,7 +272,8 @@ CELERY_BEAT_SCHEDULE.update(
         "slurm-track": {
             "task": "jobs.slurm.track",
             "schedule": timedelta(seconds=TRAINYARD_SLURM_TRACK_SECONDS),
-            "options": {"expires": TRAINYARD_SLURM_TRACK_SECONDS},
+            # Not shorter than a file broker's delivery; extra passes find the lock taken.
+            "options": {"expires": max(TRAINYARD_SLURM_TRACK_SECONDS, 5)},
         },
         "slurm-sync-nodes": {
             "task": "jobs.slurm.sync_nodes",
