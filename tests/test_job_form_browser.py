@@ -29,6 +29,10 @@ def test_gpu_job_with_feasibility_environment_refresh_and_submit(browser, live_s
     page.get_by_label("Name", exact=True).fill("resnet")
     page.get_by_label("GPU model").select_option("V100")
     settle(page)
+    # One card, then several: the model's per-card CPU and memory follow the count.
+    expect(page.get_by_label("GPU count")).to_have_value("1")
+    expect(page.get_by_label("CPU cores")).to_have_value("12")
+    expect(page.get_by_label("Memory (GiB)")).to_have_value("56")
     page.get_by_label("GPU count").fill("2")
     page.get_by_label("GPU count").press("Tab")
     expect(page.get_by_label("CPU cores")).to_have_value("24")

@@ -81,7 +81,15 @@ def test_stop_a_running_job_and_see_the_next_one_wait_for_quota(pages, cpu_site,
     expect(facts).to_contain_text("Queue position")
     expect(facts.locator("dt:text('Queue position') + dd")).to_have_text("1")
     expect(facts.locator("dt:text('Reason') + dd")).not_to_have_text("—")
+    # The running job has a max run time: the waiting one has a latest start.
+    times = page.locator("#job-times")
+    expect(times.locator("dt:text('Likely start') + dd")).to_contain_text("at the latest")
     screenshot(page, "job-waiting")
+
+    page.goto(pages.url("/jobs/"))
+    waiting_row = page.locator("tr", has_text="next")
+    expect(waiting_row).to_contain_text("#1 in its queue")
+    expect(waiting_row).to_contain_text("starts by")
 
     page.goto(pages.url(f"/jobs/{first.pk}/"))
     expect(page.locator("#job-state-badge")).to_contain_text("Running")

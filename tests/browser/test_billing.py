@@ -1,4 +1,4 @@
-"""The billing page with real usage, and an admin's changes seen on the user's pages."""
+"""The billing page with real usage: the free-hours bar, the chart, the statement."""
 
 from datetime import timedelta
 
@@ -6,9 +6,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from billing.services import usage_accrue
-from resources.models import Node
 from tests.billing_cast import attempt_of, job_on, set_price
-from tests.browser.conftest import screenshot, settle
+from tests.browser.conftest import screenshot
 
 
 def test_billing_page_shows_the_free_hours_bar_and_the_chart_of_the_jobs_usage(pages, site, owner):
@@ -32,23 +31,3 @@ def test_billing_page_shows_the_free_hours_bar_and_the_chart_of_the_jobs_usage(p
     expect(page.locator("#statement")).to_contain_text("P4")
     screenshot(page, "billing")
 
-
-def test_admin_drains_a_node_and_the_users_panel_shows_fewer_free_cards(
-    pages, site, owner, admin_user
-):
-    user_page = pages.open(owner, "/jobs/new/")
-    free_panel = user_page.locator("#free-panel")
-    p4_row = free_panel.locator("tr", has_text="P4").first
-    expect(p4_row).to_contain_text("1 / 1")
-
-    admin = pages.open(admin_user, "/admin/resources/node/")
-    admin.get_by_role("checkbox", name="Select this object for an action - p4-a").check()
-    admin.locator("select[name=action]").select_option(value="drain")
-    admin.get_by_role("button", name="Go").click()
-    expect(admin.locator(".messagelist")).to_be_visible()
-    assert Node.objects.get(name="p4-a").state == Node.State.DRAINING
-
-    free_panel.get_by_role("button", name="Refresh").click()
-    settle(user_page)
-    # A draining node takes no new jobs: its card leaves the free and the total counts.
-    expect(p4_row).to_contain_text("0 / 0")
