@@ -13,7 +13,8 @@ def check_feasibility(page: Page) -> None:
 
 
 def test_admin_enables_specs_and_the_user_submits_a_job_from_one(pages, site, owner, admin_user):
-    admin = pages.open(admin_user, f"/admin/resources/sitesettings/{SiteSettings.load().pk}/change/")
+    settings_page = f"/admin/resources/sitesettings/{SiteSettings.load().pk}/change/"
+    admin = pages.open(admin_user, settings_page)
     admin.get_by_label("Spec management enabled").check()
     admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.locator(".messagelist")).to_be_visible()

@@ -30,4 +30,3 @@ def test_billing_page_shows_the_free_hours_bar_and_the_chart_of_the_jobs_usage(p
     assert chart.locator("rect").count() >= (1 if hours else 0)
     expect(page.locator("#statement")).to_contain_text("P4")
     screenshot(page, "billing")
-
