@@ -5,7 +5,9 @@ from celery import shared_task
 
 @shared_task(name="jobs.tasks.schedule_pass", ignore_result=True)
 def schedule_pass() -> None:
-    """One scheduling pass (the scheduler issue fills in the pass itself)."""
+    """One scheduling pass."""
     from jobs.scheduler import run_pass
+    from jobs.services.hooks import pass_begins
 
+    pass_begins()
     run_pass()

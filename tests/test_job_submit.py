@@ -5,9 +5,9 @@ from django.core.exceptions import ValidationError
 
 from billing.services import account_for_user
 from jobs.models import Job, JobEvent
+from jobs.services.hooks import request_pass
 from jobs.services.ports import job_ports_update
 from jobs.services.submit import job_submit
-from jobs.tasks import schedule_pass
 from resources.models import SiteSettings
 from tests.factories import DatasetFactory, SpecFactory, UserFactory
 from tests.job_site import GIB, build_site, job_body
@@ -36,7 +36,7 @@ def test_job_waits_for_the_scheduler_with_a_reason(site, owner):
 def test_submit_schedules_a_pass_after_commit(site, owner, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         submit(owner)
-    assert callbacks == [schedule_pass.delay]
+    assert callbacks == [request_pass]
 
 
 def test_gpu_cpu_and_memory_follow_the_per_card_ratio(site, owner):

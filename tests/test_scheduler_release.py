@@ -5,8 +5,8 @@ import pytest
 from jobs.models import Job, JobPort, PortAllocation, Replica
 from jobs.scheduler import run_pass
 from jobs.scheduler.release import job_release
+from jobs.services.hooks import request_pass
 from jobs.services.transitions import job_transition
-from jobs.tasks import schedule_pass
 from resources.models import Allocation, CardAllocation, GpuCard, Node
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory
 from tests.scheduling import assert_invariants, end_job, fresh, run_job, states
@@ -73,7 +73,7 @@ def test_release_schedules_a_pass_after_commit(v100, django_capture_on_commit_ca
     with django_capture_on_commit_callbacks() as callbacks:
         job_release(job=job)
 
-    assert schedule_pass.delay in callbacks
+    assert request_pass in callbacks
 
 
 def test_the_next_job_starts_when_the_running_one_ends(v100):

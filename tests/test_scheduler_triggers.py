@@ -1,9 +1,11 @@
 """Changes that may let jobs start schedule a pass after they commit."""
 
 import pytest
+from celery.signals import before_task_publish
+from django.core.cache import cache
 from django.urls import reverse
 
-from jobs.tasks import schedule_pass
+from jobs.services.hooks import PASS_QUEUED_KEY, pass_begins, request_pass
 from resources.models import Node, Quota
 from resources.services import node_set_state
 from tests.factories import GpuModelFactory, NodeFactory, QuotaFactory, UserFactory
@@ -12,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def schedules(callbacks) -> bool:
-    return schedule_pass.delay in callbacks
+    return request_pass in callbacks
 
 
 def test_saving_a_quota_in_the_admin_schedules_a_pass(
@@ -75,3 +77,36 @@ def test_saving_a_node_schedules_a_pass_but_a_heartbeat_does_not(
         node.cpu_milli = 128_000
         node.save()
     assert schedules(callbacks)
+
+
+@pytest.fixture
+def published():
+    """Names of the Celery tasks sent to the broker while the test runs."""
+    names: list[str] = []
+
+    def record(sender, **_kwargs):
+        names.append(sender)
+
+    before_task_publish.connect(record, weak=False)
+    cache.delete(PASS_QUEUED_KEY)
+    yield names
+    before_task_publish.disconnect(record)
+    cache.delete(PASS_QUEUED_KEY)
+
+
+def test_a_burst_of_changes_queues_one_pass_until_that_pass_begins(settings, published):
+    settings.TRAINYARD_SHARED_CACHE = True
+    for _ in range(5):
+        request_pass()
+    assert published == ["jobs.tasks.schedule_pass"]
+    pass_begins()  # the queued pass reads from now on: a later change needs a new one
+    request_pass()
+    request_pass()
+    assert published == ["jobs.tasks.schedule_pass"] * 2
+
+
+def test_without_a_shared_cache_every_change_queues_a_pass(settings, published):
+    settings.TRAINYARD_SHARED_CACHE = False
+    for _ in range(3):
+        request_pass()
+    assert published == ["jobs.tasks.schedule_pass"] * 3

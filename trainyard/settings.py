@@ -121,6 +121,8 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
+# Whether every process sees the same cache (Redis), so it can hold cross-process marks.
+TRAINYARD_SHARED_CACHE = bool(REDIS_URL)
 if REDIS_URL:
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}

@@ -1,10 +1,34 @@
 """Cross-cutting triggers: what must happen after a change commits."""
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
+
+# Set while a scheduling pass is queued and has not begun to read: a change that
+# commits meanwhile needs no pass of its own. It expires in case that pass is lost.
+PASS_QUEUED_KEY = "trainyard:schedule-pass-queued"
+PASS_QUEUED_SECONDS = 5
 
 
 def schedule_soon() -> None:
     """Run a scheduling pass once the current transaction commits."""
+    transaction.on_commit(request_pass)
+
+
+def request_pass() -> None:
+    """Queue a pass, unless one is queued that will read this change anyway.
+
+    A burst of submissions or exits then costs a pass or two, not one each
+    (each pass reads every waiting job, and passes run one at a time). Without
+    a shared cache (the embedded setup) every change queues its own pass.
+    """
     from jobs.tasks import schedule_pass
 
-    transaction.on_commit(schedule_pass.delay)
+    if settings.TRAINYARD_SHARED_CACHE and not cache.add(PASS_QUEUED_KEY, 1, PASS_QUEUED_SECONDS):
+        return
+    schedule_pass.delay()
+
+
+def pass_begins() -> None:
+    """Called by a pass before it reads: changes from now on need a pass of their own."""
+    cache.delete(PASS_QUEUED_KEY)
