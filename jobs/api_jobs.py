@@ -21,12 +21,12 @@ from resources.ratios import mib_to_gib, milli_to_cores
 
 from .models import Job
 from .selectors import jobs_for_user
+from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
 from .services.stop import job_stop
 from .services.submit import job_submit
 
 router = Router(tags=["jobs"])
-PRIORITY_NAMES = {Job.Priority.NORMAL: "normal", Job.Priority.HIGH: "high"}
 
 
 class JobIn(ResourcePartIn):
@@ -166,14 +166,14 @@ class JobDetailOut(JobOut):
 
 
 def _jobs(request: HttpRequest) -> QuerySet[Job]:
-    return (
-        jobs_for_user(user=request.user)
-        .select_related(
-            "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
-        )
-        .prefetch_related(
-            "ports", "jobdataset_set__dataset", "jobpretrainedmodel_set__pretrained_model"
-        )
+    return _with_related(jobs_for_user(user=request.user))
+
+
+def _with_related(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    return jobs.select_related(
+        "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
+    ).prefetch_related(
+        "ports", "jobdataset_set__dataset", "jobpretrainedmodel_set__pretrained_model"
     )
 
 
@@ -185,7 +185,8 @@ def _job(request: HttpRequest, job_id: int) -> Job:
 def submit_job(request: HttpRequest, payload: JobIn):
     """Submit a job; 422 ``{"errors": {field: [message]}}`` names every problem."""
     job = job_submit(user=request.user, data=payload.model_dump(exclude_unset=True))
-    return Status(201, _job(request, job.pk))
+    # The submitter may see what they just submitted: no visibility filter to run.
+    return Status(201, _with_related(Job.objects).get(pk=job.pk))
 
 
 @router.get("/jobs", response=list[JobOut])
@@ -226,3 +227,9 @@ def update_job(request: HttpRequest, job_id: int, payload: JobPatchIn):
     if payload.ports is not None:
         job_ports_update(job=job, ports=payload.ports, actor=request.user)
     return _job(request, job_id)
+
+
+@router.get("/jobs/{job_id}/export", response=dict)
+def export_job(request: HttpRequest, job_id: int):
+    """The ``POST /api/v1/jobs`` body that submits this job again, every field explicit."""
+    return job_submit_body(_job(request, job_id))
