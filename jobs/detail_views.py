@@ -22,7 +22,7 @@ from .services.ports import job_ports_update
 from .services.stop import job_stop
 
 
-def _visible_job(request: HttpRequest, pk: int) -> Job:
+def visible_job(request: HttpRequest, pk: int) -> Job:
     """The job if the user may see it; 404 otherwise, so ids of others' jobs leak nothing."""
     jobs = jobs_for_user(user=request.user).select_related(
         "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
@@ -32,11 +32,11 @@ def _visible_job(request: HttpRequest, pk: int) -> Job:
 
 @require_GET
 def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _visible_job(request, pk)
-    return render(request, "jobs/job_detail.html", _detail_context(job))
+    job = visible_job(request, pk)
+    return render(request, "jobs/job_detail.html", detail_context(job))
 
 
-def _detail_context(job: Job, **extra) -> dict:
+def detail_context(job: Job, **extra) -> dict:
     ports = [p.port for p in job.ports.all()]
     return {
         "job": job,
@@ -66,7 +66,7 @@ def _events(job: Job) -> list:
 
 @require_POST
 def job_stop_view(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _visible_job(request, pk)
+    job = visible_job(request, pk)
     if job.is_finished:
         messages.info(request, _("Job #%(id)s had already finished.") % {"id": job.pk})
     else:
@@ -77,12 +77,12 @@ def job_stop_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def job_ports_view(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _visible_job(request, pk)
+    job = visible_job(request, pk)
     text = request.POST.get("ports", "")
     try:
         job_ports_update(job=job, ports=parse_ports(text), actor=request.user)
     except ValidationError as error:
-        context = _detail_context(job, ports_text=text, port_errors=error.message_dict["ports"])
+        context = detail_context(job, ports_text=text, port_errors=error.message_dict["ports"])
         return render(request, "jobs/job_detail.html", context, status=422)
     messages.success(request, _("Ports of job #%(id)s updated.") % {"id": job.pk})
     return redirect("jobs:detail", pk=job.pk)

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from resources.free import free_panel_for_page
 
+from .detail_views import visible_job
 from .forms import JobForm
+from .models import PersonalTemplate
+from .services.job_export import job_submit_body
 from .services.submit import job_submit
 
 TEMPLATE = "jobs/job_form.html"
@@ -22,7 +25,8 @@ APPLY_PANELS = {"resources", "project-items"}
 @require_http_methods(["GET", "POST"])
 def job_new(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        form = JobForm(user=request.user, project_name=request.GET.get("project", ""))
+        body = _prefill_body(request)
+        form = JobForm(user=request.user, project_name=request.GET.get("project", ""), body=body)
         return _page(request, form)
     form = JobForm(request.POST, user=request.user)
     action = request.POST.get("_action", "submit")
@@ -39,6 +43,20 @@ def job_new(request: HttpRequest) -> HttpResponse:
     return _page(request, form, **context)
 
 
+def _prefill_body(request: HttpRequest) -> dict | None:
+    """The body to fill the form with: ``?from=<job>`` (Run again) or ``?saved=<template>``."""
+    job_id, template_id = request.GET.get("from", ""), request.GET.get("saved", "")
+    if job_id:
+        if not job_id.isdigit():
+            raise Http404
+        return job_submit_body(visible_job(request, int(job_id)))
+    if template_id:
+        if not template_id.isdigit():
+            raise Http404
+        return get_object_or_404(PersonalTemplate, owner=request.user, pk=template_id).body
+    return None
+
+
 def _submit(request: HttpRequest, form: JobForm) -> HttpResponse:
     if form.is_valid():
         try:
@@ -52,5 +70,10 @@ def _submit(request: HttpRequest, form: JobForm) -> HttpResponse:
 
 
 def _page(request: HttpRequest, form: JobForm, **context) -> HttpResponse:
-    context = {"form": form, "free": free_panel_for_page(user=request.user), **context}
+    context = {
+        "form": form,
+        "free": free_panel_for_page(user=request.user),
+        "personal_templates": PersonalTemplate.objects.filter(owner=request.user).only("name"),
+        **context,
+    }
     return render(request, TEMPLATE, context)

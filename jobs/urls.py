@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import detail_views, form_views, runtime_views, views
+from . import detail_views, form_views, runtime_views, template_views, views
 from .estimates import views as estimate_views
 
 app_name = "jobs"
@@ -11,6 +11,13 @@ urlpatterns = [
     path("<int:pk>/", detail_views.job_detail, name="detail"),
     path("<int:pk>/stop/", detail_views.job_stop_view, name="stop"),
     path("<int:pk>/ports/", detail_views.job_ports_view, name="ports"),
+    path("<int:pk>/save-template/", template_views.job_save_template, name="save_template"),
+    path("templates/", template_views.personal_template_list, name="templates"),
+    path(
+        "templates/<int:pk>/delete/",
+        template_views.personal_template_delete,
+        name="template_delete",
+    ),
     path("<int:pk>/runtime/", runtime_views.job_runtime_panel, name="runtime"),
     path(
         "<int:pk>/logs/<int:attempt_id>/download/",

@@ -165,12 +165,24 @@ class JobForm(forms.Form):
         required=False,
     )
 
-    def __init__(self, *args, user: AbstractBaseUser, project_name: str = "", **kwargs) -> None:
+    def __init__(
+        self,
+        *args,
+        user: AbstractBaseUser,
+        project_name: str = "",
+        body: dict | None = None,
+        **kwargs,
+    ) -> None:
+        """``body``: a submit body to fill an unbound form with (Run again, a template)."""
         super().__init__(*args, **kwargs)
         self.user = user
         self.site = SiteSettings.load()
         self.projects = list(projects_for_user(user=user).order_by("name"))
         self.gpu_models = list(GpuModel.objects.order_by("name"))
+        if body and not self.is_bound:
+            from .prefill import form_initial
+
+            self.initial.update(form_initial(body, self.gpu_models))
         if self.is_bound:
             self.data = self.data.copy()
         else:

@@ -1,4 +1,5 @@
 from .job import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
+from .personal import PersonalTemplate
 from .projects import CodeVersion, Dataset, Image, PretrainedModel, Project
 from .replicas import PortAllocation, Replica, ReplicaAttempt
 from .templates import ApiToken, EstimatePoint, WorkloadTemplate
@@ -14,6 +15,7 @@ __all__ = [
     "JobEvent",
     "JobPort",
     "JobPretrainedModel",
+    "PersonalTemplate",
     "PortAllocation",
     "PretrainedModel",
     "Project",
