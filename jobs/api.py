@@ -1,5 +1,5 @@
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 
 from .execution.runtime import job_log_tail
 from .selectors import projects_for_user
@@ -44,13 +44,25 @@ class LogOut(Schema):
     state: str
     size_bytes: int
     lines: list[str]
+    next_offset: int | None = Field(None, description="With offset: where the next read starts")
 
 
 @router.get("/jobs/{job_id}/logs", response=LogOut)
 def job_logs(
-    request: HttpRequest, job_id: int, replica: int = 0, attempt: int | None = None, tail: int = 200
+    request: HttpRequest,
+    job_id: int,
+    replica: int = 0,
+    attempt: int | None = None,
+    tail: int = 200,
+    offset: int | None = None,
 ):
-    """The last ``tail`` lines of a replica's log: its latest attempt, or ``attempt``."""
+    """A replica's log (its latest attempt, or ``attempt``): the last ``tail`` lines, or
+    with ``offset`` the whole lines from that byte on; follow with ``next_offset``."""
     return job_log_tail(
-        user=request.user, job_id=job_id, replica=replica, number=attempt, tail=tail
+        user=request.user,
+        job_id=job_id,
+        replica=replica,
+        number=attempt,
+        tail=tail,
+        offset=offset,
     )

@@ -164,6 +164,53 @@ def test_api_404_for_missing_attempt_or_foreign_job(client, owner_client, outsid
     assert client.get(f"/api/v1/jobs/{job.pk}/logs").status_code == 404
 
 
+def read_from(client, job, offset, **params):
+    response = client.get(f"/api/v1/jobs/{job.pk}/logs", {"offset": offset, **params})
+    assert response.status_code == 200, response.content
+    data = response.json()
+    return data["lines"], data["next_offset"]
+
+
+def test_api_follows_a_running_log_from_an_offset(owner_client, ran):
+    job, attempts = ran
+    lines, offset = read_from(owner_client, job, 0)
+    assert lines == LOG.splitlines() and offset == len(LOG)
+    path = attempt_log_path("gpu-a", attempts[1].pk)
+    with path.open("a") as log:
+        log.write("half a li")
+    # A line still being written waits until it is whole.
+    assert read_from(owner_client, job, offset) == ([], offset)
+    with path.open("a") as log:
+        log.write("ne\nnext")
+    assert read_from(owner_client, job, offset) == (["half a line"], offset + len("half a line\n"))
+
+
+def test_api_gives_a_finished_attempts_last_line_without_its_newline(owner_client, ran):
+    job, attempts = ran
+    attempt_log_path("gpu-a", attempts[0].pk).write_text("first try\nno newline")
+    lines, offset = read_from(owner_client, job, 0, attempt=1)
+    assert (lines, offset) == (["first try", "no newline"], len("first try\nno newline"))
+
+
+def test_api_reads_a_long_log_in_pieces(owner_client, ran, monkeypatch):
+    job, _attempts = ran
+    monkeypatch.setattr("jobs.execution.runtime.LOG_READ_BYTES", 100)
+    seen, offset = [], 0
+    while offset < len(LOG):
+        lines, next_offset = read_from(owner_client, job, offset)
+        assert 0 < next_offset - offset <= 100
+        seen, offset = seen + lines, next_offset
+    assert seen == LOG.splitlines()
+
+
+def test_api_rejects_an_offset_past_the_end(owner_client, ran):
+    job, _attempts = ran
+    response = owner_client.get(f"/api/v1/jobs/{job.pk}/logs", {"offset": len(LOG) + 1})
+    assert response.status_code == 422
+    message = f"Offset must be 0 to the log's size, {len(LOG)} bytes; you gave {len(LOG) + 1}"
+    assert response.json() == {"errors": {"offset": [message]}}
+
+
 @pytest.mark.integration
 def test_a_real_run_shows_its_log_and_outputs_on_the_page(agent_env, client):
     from tests.agent_support import cpu_job, place, wait_for_state

@@ -53,6 +53,25 @@ def log_tail(path: Path, *, lines: int) -> str:
     return "\n".join(text.splitlines()[-lines:]) if lines else ""
 
 
+def log_read(path: Path, *, offset: int, max_bytes: int, complete: bool) -> tuple[list[str], int]:
+    """Whole lines of a log from byte ``offset`` (at most ``max_bytes``) and where to read next.
+
+    A line still being written waits for the next read, unless the writer has ended
+    (``complete``) or the line alone fills ``max_bytes`` (then it comes in pieces).
+    """
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read(max_bytes)
+    except FileNotFoundError:
+        return [], offset
+    if complete and len(data) < max_bytes:
+        end = len(data)
+    else:
+        end = data.rfind(b"\n") + 1 or (len(data) if len(data) == max_bytes else 0)
+    return data[:end].decode("utf-8", errors="replace").splitlines(), offset + end
+
+
 @dataclass(frozen=True)
 class OutputFile:
     relative_path: str

@@ -11,10 +11,19 @@ from django.utils.translation import gettext as _
 from jobs.models import Job, ReplicaAttempt
 from jobs.selectors import jobs_for_user
 
-from .files import OutputFile, attempt_log_path, log_tail, output_files, replica_output_dir
+from .files import (
+    OutputFile,
+    attempt_log_path,
+    log_read,
+    log_tail,
+    output_files,
+    replica_output_dir,
+)
 
 MAX_TAIL_LINES = 10_000
 DEFAULT_TAIL_LINES = 200
+# What one read from an offset returns at most (a follower asks again for the rest).
+LOG_READ_BYTES = 256 * 1024
 
 
 def job_attempts(job: Job) -> list[ReplicaAttempt]:
@@ -72,8 +81,14 @@ def output_dirs_of_replica(job: Job, attempts: list[ReplicaAttempt], replica: in
     return [replica_output_dir(node, job.pk, replica) for node in nodes]
 
 
-def job_log_tail(*, user, job_id: int, replica: int, number: int | None, tail: int) -> dict:
-    """The API's view of a log: 404 for jobs the user may not see or attempts that do not exist."""
+def job_log_tail(
+    *, user, job_id: int, replica: int, number: int | None, tail: int, offset: int | None = None
+) -> dict:
+    """The API's view of a log: 404 for jobs the user may not see or attempts that do not exist.
+
+    Without ``offset``: the last ``tail`` lines. With it: the whole lines from that
+    byte on and ``next_offset``, where the next read starts (to follow a log).
+    """
     if not 1 <= tail <= MAX_TAIL_LINES:
         raise ValidationError(
             {
@@ -90,13 +105,36 @@ def job_log_tail(*, user, job_id: int, replica: int, number: int | None, tail: i
     if attempt is None:
         raise Http404
     path = attempt_log_file(attempt)
-    text = log_tail(path, lines=tail)
+    size = path.stat().st_size if path.exists() else 0
+    next_offset = None
+    if offset is None:
+        lines = log_tail(path, lines=tail).splitlines()
+    else:
+        _check_offset(offset, size)
+        # The state is read before the file: a final attempt's log is complete.
+        complete = attempt.state in ReplicaAttempt.FINAL_STATES
+        lines, next_offset = log_read(
+            path, offset=offset, max_bytes=LOG_READ_BYTES, complete=complete
+        )
     return {
         "job": job.pk,
         "replica": replica,
         "attempt": attempt.number,
         "node": attempt.node.name,
         "state": attempt.state,
-        "size_bytes": path.stat().st_size if path.exists() else 0,
-        "lines": text.splitlines(),
+        "size_bytes": size,
+        "lines": lines,
+        "next_offset": next_offset,
     }
+
+
+def _check_offset(offset: int, size: int) -> None:
+    if not 0 <= offset <= size:
+        raise ValidationError(
+            {
+                "offset": [
+                    _("Offset must be 0 to the log's size, %(size)d bytes; you gave %(offset)d")
+                    % {"size": size, "offset": offset}
+                ]
+            }
+        )
