@@ -9,7 +9,7 @@
 (c) through Trainyard's API with the local executor, on 4 local nodes of the
     same size (``manage.py run_agent``, bubblewrap where installed).
 
-Every job writes the time it started (``date +%s.%N``) and sleeps 1 s. For each
+Every job writes the time it started (``date +%s.%N``) and sleeps 1 s (``--sleep``). For each
 way it prints the wall time from the first submission until every job ended,
 the jobs started per second (jobs / time from the first submission to the last
 start), the median submit-to-start delay (start file − the client's time just
@@ -44,7 +44,7 @@ from bench.start_overhead import child_env, kill_replicas, spawn, stop, wait_for
 
 SLURM_DEV = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
 CONF = ROOT / "var" / "slurm-dev" / "etc" / "slurm.conf"
-COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep 1'
+COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep {sleep}'
 
 
 @dataclass
@@ -59,6 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=500)
     parser.add_argument("--clients", type=int, default=4, help="submitting at once")
+    parser.add_argument(
+        "--sleep", type=float, default=1, help="each job's run time (s); the issue's is 1"
+    )
     parser.add_argument(
         "--poll", type=float, default=0.5, help="Slurm tracking and local agent poll (s)"
     )
@@ -120,7 +123,7 @@ def run_sbatch(args, folder: Path) -> Result:
 
     def submit(index: int) -> None:
         submitted[index] = time.time()
-        command = f"date +%s.%N > {folder}/start.{index}; sleep 1"
+        command = f"date +%s.%N > {folder}/start.{index}; sleep {args.sleep:g}"
         argv = ["sbatch", "--parsable", f"--job-name={name}", "--partition=trainyard"]
         argv += ["--gres=gpu:v100:1", "--cpus-per-task=12", "--mem=57344M", "--output=/dev/null"]
         subprocess.run([*argv, f"--wrap={command}"], env=env, check=True, capture_output=True)
@@ -219,7 +222,7 @@ def run_api(args, port: int, token: str, label: str) -> Result:
         body = {
             "project": "bench",
             "name": f"{label}-{index}",
-            "command": COMMAND,
+            "command": COMMAND.format(sleep=f"{args.sleep:g}"),
             "resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 1},
         }
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -349,8 +352,8 @@ def cancel_slurm_jobs(prefixes: list[str]) -> None:
 def report(args, results: dict[str, Result]) -> None:
     a = results["a"]
     print(
-        f"{args.jobs} one-card `sleep 1` jobs, {args.clients} submitting at once, 4 nodes × "
-        f"4 V100; poll {args.poll} s; {os.cpu_count()} CPUs"
+        f"{args.jobs} one-card `sleep {args.sleep:g}` jobs, {args.clients} submitting at once, "
+        f"4 nodes × 4 V100; poll {args.poll} s; {os.cpu_count()} CPUs"
     )
     titles = {
         "a": "(a) sbatch straight",
