@@ -1,0 +1,1 @@
+"""``trainyard``: the command-line client of Trainyard's JSON API (``/api/v1``)."""
