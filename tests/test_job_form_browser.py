@@ -45,12 +45,17 @@ def test_gpu_job_with_feasibility_environment_refresh_and_submit(browser, live_s
     expect(page.locator("#environment-panel")).to_contain_text("CUDA_VISIBLE_DEVICES")
     expect(page.locator("#environment-panel")).to_contain_text("TRAINYARD_DATA_IN2")
 
-    as_of = page.locator("#free-panel .as-of").inner_text()
+    as_of = page.locator("#free-panel .as-of")
+    before = as_of.get_attribute("data-as-of")
+    form_before = page.locator("#job-form").inner_html()
+    page.wait_for_timeout(1100)  # a new snapshot is at least a second newer
     page.locator("#free-panel").get_by_role("button", name="Refresh").click()
+    expect(as_of).not_to_have_attribute("data-as-of", before)
     expect(page.locator("#free-panel")).to_contain_text("V100")
-    assert page.url.endswith("/jobs/new/")  # only the panel changed
+    # Only the panel changed: the same page, the form exactly as it was.
+    assert page.url.endswith("/jobs/new/")
+    assert page.locator("#job-form").inner_html() == form_before
     assert page.get_by_label("Name", exact=True).input_value() == "resnet"
-    assert as_of
 
     page.get_by_role("button", name="Submit job").click()
     expect(page.locator("h1")).to_contain_text("resnet")
