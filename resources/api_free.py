@@ -6,6 +6,7 @@ from datetime import datetime
 
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
+from pydantic import ConfigDict
 
 from .feasibility import request_feasibility
 from .free import free_panel, free_resources_refresh
@@ -16,6 +17,8 @@ router = Router(tags=["resources"])
 class ResourcesIn(Schema):
     """One replica's resources; omitted fields take the form's defaults (ratios)."""
 
+    # A misspelt field (``gpu_cont``) is an error, not a silent default.
+    model_config = ConfigDict(extra="forbid")
     kind: str | None = Field(None, description="cpu, gpu or vgpu")
     gpu_model: str | None = None
     gpu_count: int | None = None
@@ -29,6 +32,8 @@ class ResourcesIn(Schema):
 
 class ResourcePartIn(Schema):
     """The resource part of a job: task mode, nodes, and parameters or a spec."""
+
+    model_config = ConfigDict(extra="forbid")
 
     task_mode: str | None = Field(None, description="single (default) or distributed")
     replicas: int | None = Field(None, description="Distributed: 2..max nodes (default 2)")

@@ -103,6 +103,15 @@ def test_schema_type_error_is_a_422_with_the_field(owner_client, site):
     assert list(response.json()["errors"]) == ["ports.0"]
 
 
+def test_a_misspelt_field_is_refused_not_ignored(owner_client, site):
+    body = job_body(resources={"gpu_cont": 2}, nmae="typo")
+    response = owner_client.post("/api/v1/jobs", body, content_type=JSON)
+    assert response.status_code == 422
+    unknown = ["Unknown field: check its spelling against the API's fields."]
+    assert response.json()["errors"] == {"resources.gpu_cont": unknown, "nmae": unknown}
+    assert not Job.objects.exists()
+
+
 def test_bearer_token_submits_without_csrf(site, owner):
     _row, token = ApiToken.issue(user=owner)
     client = Client(enforce_csrf_checks=True)

@@ -7,6 +7,7 @@ Each app contributes a router (``<app>/api.py``). Field errors from services
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as NinjaValidationError
@@ -59,7 +60,10 @@ def on_schema_error(request: HttpRequest, exc: NinjaValidationError) -> HttpResp
         loc = [
             str(part) for part in error.get("loc", []) if part not in ("body", "payload", "query")
         ]
-        errors.setdefault(".".join(loc) or NON_FIELD, []).append(error.get("msg", "invalid"))
+        message = error.get("msg", "invalid")
+        if error.get("type") == "extra_forbidden":
+            message = _("Unknown field: check its spelling against the API's fields.")
+        errors.setdefault(".".join(loc) or NON_FIELD, []).append(message)
     return api.create_response(request, {"errors": errors}, status=422)
 
 
