@@ -7,7 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from billing.models import Price, UsageRecord
+from billing.models import FreeGrant, Price, UsageRecord
+from billing.services import account_for_user
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
 
@@ -37,6 +38,13 @@ def set_price(gpu_model, amount: str, valid_from: datetime = PRICES_FROM) -> Pri
     return Price.objects.create(
         gpu_model=gpu_model, unit="card_hour", amount=Decimal(amount), valid_from=valid_from
     )
+
+
+def grant_of(user, hours: str) -> FreeGrant:
+    """The user's free grant, set to ``hours`` card-hours."""
+    account_for_user(user=user)
+    FreeGrant.objects.filter(account__user=user).update(card_hours=Decimal(hours))
+    return FreeGrant.objects.get(account__user=user)
 
 
 def job_on(gpu_model, *, owner=None, state: str = Job.State.RUNNING, **fields) -> Job:

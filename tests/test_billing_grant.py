@@ -12,6 +12,7 @@ from tests.billing_cast import (
     LATER,
     T0,
     attempt_of,
+    grant_of,
     hours_match_ledger,  # noqa: F401 (a fixture)
     hours_of,
     job_on,
@@ -29,12 +30,6 @@ def p4():
     model = p4_model()
     set_price(model, "3.00")
     return model
-
-
-def grant_of(user, hours: str) -> FreeGrant:
-    account_for_user(user=user)
-    FreeGrant.objects.filter(account__user=user).update(card_hours=Decimal(hours))
-    return FreeGrant.objects.get(account__user=user)
 
 
 def billing_events(job: Job) -> list[str]:

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "resources",
     "jobs",
     "billing",
+    "notifications",
 ]
 
 MIDDLEWARE = [
@@ -95,6 +96,7 @@ TEMPLATES = [
                 "django.template.context_processors.i18n",
                 "django.template.context_processors.tz",
                 "billing.context_processors.free_hours_banner",
+                "notifications.context_processors.unread_notifications",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },
@@ -185,7 +187,33 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": timedelta(seconds=60),
         "options": {"expires": 60},
     },
+    "notifications-long-waits": {
+        "task": "notifications.tasks.notify_long_waits",
+        "schedule": timedelta(seconds=60),
+        "options": {"expires": 60},
+    },
 }
+
+# Mail (notifications): printed on the console unless EMAIL_HOST names an SMTP server.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+# STARTTLS on the submission port 587 by default; EMAIL_USE_SSL=1 for TLS from the start (465).
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", not EMAIL_USE_SSL)
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "465" if EMAIL_USE_SSL else "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+# Seconds a mail server may take before the send fails (and its task retries).
+EMAIL_TIMEOUT = 20
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Trainyard <trainyard@localhost>")
+# Links in emails start with this; the embedded run serves on the address below.
+TRAINYARD_BASE_URL = os.environ.get(
+    "TRAINYARD_BASE_URL", "http://127.0.0.1:8000" if DEBUG else ""
+).rstrip("/")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -29,6 +29,7 @@ urlpatterns = [
     path("jobs/", include("jobs.urls")),
     path("resources/", include("resources.urls")),
     path("billing/", include("billing.urls")),
+    path("notifications/", include("notifications.urls")),
     path("api/v1/", api.urls),
     path("healthz", healthz),
     path("favicon.ico", favicon),

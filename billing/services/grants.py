@@ -2,9 +2,10 @@
 
 The grant is consumed first, by usage of its model, for paid accounts too. At
 80 % and 95 % used the account gets a warning (an account event, the banner)
-and each job that was using the grant a job event. When it is used up, an
-account without billing has its unfinished jobs on that model stopped with the
-reason; their usage after that point is recorded, not charged.
+and each job that was using the grant a job event; at 80 % its user is also
+notified (``notifications``). When it is used up, an account without billing
+has its unfinished jobs on that model stopped with the reason; their usage
+after that point is recorded, not charged.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from billing.formatting import hours_text
 from billing.models import Account, AccountEvent, FreeGrant
 from jobs.models import Job, JobEvent
 from jobs.services.stop import job_stop
+from notifications.triggers import free_grant_crossed
 
 WARNING_PERCENTS = (80, 95)
 
@@ -74,6 +76,7 @@ def grant_consequences(*, account: Account, grants: GrantUse) -> None:
             line = grant.card_seconds * percent / 100
             if before < line <= after:
                 _warn(account, grant, percent, job_ids)
+                free_grant_crossed(grant_id=grant.pk, percent=percent)
         used_up = grant.is_used_up
         if used_up and before < after:
             AccountEvent.objects.create(

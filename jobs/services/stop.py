@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 
 from .hooks import schedule_soon
 from .transitions import job_transition
+
+# Key of a stop event's data naming the user who asked for the stop.
+STOP_REQUESTED_BY = "stop_requested_by"
 
 
 def job_stop(*, job: Job, reason: str = "", actor: AbstractBaseUser | None = None) -> Job:
@@ -18,17 +22,37 @@ def job_stop(*, job: Job, reason: str = "", actor: AbstractBaseUser | None = Non
     reason = reason or (
         _("Stopped by %(user)s") % {"user": actor.get_username()} if actor else _("Stopped")
     )
+    requested_by = {STOP_REQUESTED_BY: actor.pk} if actor else {}
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
         if job.is_waiting:
-            job_transition(job=job, to_state=Job.State.STOPPED, reason=reason)
+            job_transition(job=job, to_state=Job.State.STOPPED, reason=reason, data=requested_by)
             schedule_soon()
         elif job.is_active and job.stop_requested_at is None:
             Job.objects.filter(pk=job.pk).update(stop_requested_at=timezone.now())
             job.stop_requested_at = timezone.now()
+            if actor:
+                JobEvent.objects.create(
+                    job=job,
+                    from_state=job.state,
+                    to_state=job.state,
+                    reason=_("Stop requested by %(user)s") % {"user": actor.get_username()},
+                    data=requested_by,
+                )
             job_id = job.pk
             transaction.on_commit(lambda: _stop_active(job_id, reason))
     return job
+
+
+def stop_requester(*, job: Job) -> AbstractBaseUser | None:
+    """Who asked for the job's stop; None when nobody did: billing, a lost node, Slurm.
+
+    The first request is the one that counts: ``job_stop`` ignores later ones.
+    """
+    event = job.events.filter(data__has_key=STOP_REQUESTED_BY).order_by("pk").first()
+    if event is None:
+        return None
+    return get_user_model().objects.filter(pk=event.data[STOP_REQUESTED_BY]).first()
 
 
 def _stop_active(job_id: int, reason: str) -> None:

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent
+from notifications.triggers import job_state_changed
 from trainyard.bulk import insert_rows, update_from_values
 
 S = Job.State
@@ -77,9 +78,10 @@ def job_transition(
             return False
         same_state = from_state == to_state
         if not same_state or job.state_reason != reason:
-            JobEvent.objects.create(
+            event = JobEvent.objects.create(
                 job=job, from_state=from_state, to_state=to_state, reason=reason, data=data or {}
             )
+            job_state_changed(event_id=event.pk, from_state=from_state, to_state=to_state)
     for name, value in updates.items():
         setattr(job, name, value)
     return True
@@ -105,7 +107,8 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
     read (a job that moved on meanwhile is skipped), and an event for each
     change of state, or of reason within a state. All transitions of one call
     must set the same ``fields`` (the scheduler's pass does). Only moves into a
-    waiting state or ``starting``: the others set timestamps, use ``job_transition``.
+    waiting state or ``starting``: the others set timestamps and notify the owner,
+    use ``job_transition``.
     """
     if not transitions:
         return set()

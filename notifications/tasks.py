@@ -1,0 +1,46 @@
+"""Celery tasks of notifications: each takes ids, re-reads rows and is safe to run again."""
+
+from smtplib import SMTPException
+
+from celery import shared_task
+
+# A mail server that is down or refuses for a while: retry, backing off.
+RETRY = {"autoretry_for": (SMTPException, OSError), "retry_backoff": True, "max_retries": 8}
+
+
+@shared_task(name="notifications.tasks.notify_job_event", ignore_result=True, **RETRY)
+def notify_job_event(event_id: int) -> None:
+    """Tell a job's owner of the state change recorded as ``JobEvent`` ``event_id``."""
+    from .services import job_event_notify, notification_email_send
+
+    notification = job_event_notify(event_id=event_id)
+    if notification is not None:
+        notification_email_send(notification_id=notification.pk)
+
+
+@shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
+def notify_free_hours(grant_id: int) -> None:
+    """Tell an account's user that a free grant passed 80 % used."""
+    from .services import free_hours_notify, notification_email_send
+
+    notification = free_hours_notify(grant_id=grant_id)
+    if notification is not None:
+        notification_email_send(notification_id=notification.pk)
+
+
+@shared_task(name="notifications.tasks.notify_long_waits", ignore_result=True)
+def notify_long_waits() -> int:
+    """Every minute: jobs waiting past their owner's threshold; and emails left pending."""
+    from .services import emails_pending, long_waits_notify
+
+    to_send = set(long_waits_notify()) | set(emails_pending())
+    for notification_id in sorted(to_send):
+        send_notification_email.delay(notification_id)
+    return len(to_send)
+
+
+@shared_task(name="notifications.tasks.send_notification_email", ignore_result=True, **RETRY)
+def send_notification_email(notification_id: int) -> None:
+    from .services import notification_email_send
+
+    notification_email_send(notification_id=notification_id)

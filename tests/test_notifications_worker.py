@@ -1,0 +1,62 @@
+"""A real Celery worker sends the notifications after the changes commit, once each."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import Job
+from notifications.models import Kind, Notification, NotificationSettings
+from notifications.tasks import notify_job_event, notify_long_waits
+from tests.factories import JobFactory, UserFactory
+from tests.notification_support import PATHS, last_event, move
+
+pytestmark = pytest.mark.integration
+Email = Notification.Email
+
+
+def wait_for(condition, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError("the worker did not get there in time")
+
+
+def sent(user, kind: str) -> bool:
+    return Notification.objects.filter(user=user, kind=kind, email_status=Email.SENT).exists()
+
+
+def test_a_committed_job_end_is_mailed_once_by_the_worker(start_celery_worker, tmp_path):
+    owner = UserFactory(username="owner", email="owner@example.com")
+    job = JobFactory(owner=owner)
+    start_celery_worker(queues="celery", env={"EMAIL_HOST": ""})  # console mail
+
+    move(job, *PATHS[Job.State.SUCCEEDED])  # each move commits: autocommit
+    wait_for(lambda: sent(owner, Kind.SUCCEEDED))
+    notify_job_event.delay(last_event(job).pk)  # a redelivered task
+    wait_for(lambda: Notification.objects.filter(user=owner, kind=Kind.STARTED).exists())
+    time.sleep(2)
+
+    log = (tmp_path / "worker-0.log").read_text()
+    subject = f"Subject: [Trainyard] Job #{job.pk} {job.name} succeeded"
+    assert log.count(subject) == 1, log
+    assert Notification.objects.filter(user=owner).count() == 2
+
+
+def test_the_beat_task_finds_a_long_wait_and_the_worker_mails_it(start_celery_worker, tmp_path):
+    owner = UserFactory(username="owner", email="owner@example.com")
+    NotificationSettings.objects.create(user=owner, long_wait_email=True)
+    job = JobFactory(owner=owner, state=Job.State.QUOTA_WAIT)
+    Job.objects.filter(pk=job.pk).update(submitted_at=timezone.now() - timedelta(minutes=31))
+    start_celery_worker(queues="celery", env={"EMAIL_HOST": ""})
+
+    notify_long_waits.delay()
+    notify_long_waits.delay()
+    wait_for(lambda: sent(owner, Kind.LONG_WAIT))
+    time.sleep(2)
+
+    log = (tmp_path / "worker-0.log").read_text()
+    assert log.count(f"Subject: [Trainyard] Job #{job.pk} {job.name} has waited over 30") == 1
