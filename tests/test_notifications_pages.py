@@ -2,7 +2,7 @@
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from notifications.models import Kind, Notification, NotificationSettings
 from tests.factories import JobFactory
@@ -196,7 +196,14 @@ def test_settings_page_says_where_emails_go(owner_client, owner):
     assert "Emails go to owner@example.com." in page
 
 
-def test_the_email_language_starts_as_the_page_language(owner_client):
+@pytest.fixture
+def back_to_english():
+    """A request leaves its language active in this thread; the next tests expect English."""
+    yield
+    translation.deactivate()
+
+
+def test_the_email_language_starts_as_the_page_language(owner_client, back_to_english):
     owner_client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
     page = owner_client.get(reverse("notifications:settings")).content.decode()
     assert '<option value="zh-hans" selected>' in page
