@@ -1,8 +1,15 @@
-"""Memory and CPU limits of a replica: a cgroup v2 where one is writable, else rlimits.
+"""Memory, process and CPU limits of a replica.
 
-A cgroup limits the resident memory of the whole replica (and everything it
-starts); ``RLIMIT_AS`` (what ``prlimit`` sets) only bounds each process's
-address space, the best a host without a writable cgroup v2 offers.
+Memory: a memory cgroup (v2 ``memory.max``, or v1 ``memory.limit_in_bytes``
+on hosts that still mount the v1 hierarchy) limits the resident memory of the
+whole replica, everything it starts and what it writes to its ``/tmp``
+(tmpfs pages are charged to the cgroup); the kernel kills it when it goes
+over and counts that kill (``oom_kill``), which becomes the attempt's reason.
+``RLIMIT_AS`` only bounds each process's address space, so many processes
+together can pass it: the fallback of a host without a writable memory cgroup.
+
+Processes: ``RLIMIT_NPROC`` limits the processes and threads of the job's uid,
+so a fork bomb fails with EAGAIN long before the node runs out of pids.
 """
 
 from __future__ import annotations
@@ -13,7 +20,17 @@ import os
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_V1_MEMORY = CGROUP_ROOT / "memory"
 CGROUP_PARENT = "trainyard"
+# Processes and threads per requested core (data loaders run a few threads per core
+# each), and at least this many: enough for training, far below a node's pid_max.
+PROCESSES_PER_CORE = 256
+MIN_PROCESSES = 1024
+
+
+def process_limit(cpu_milli: int) -> int:
+    """``RLIMIT_NPROC`` of a replica asking for ``cpu_milli`` millicores."""
+    return max(MIN_PROCESSES, math.ceil(cpu_milli / 1000) * PROCESSES_PER_CORE)
 
 
 def cgroup_v2_available() -> bool:
@@ -24,22 +41,68 @@ def cgroup_v2_available() -> bool:
         return False
 
 
+def cgroup_v1_available() -> bool:
+    return os.access(CGROUP_V1_MEMORY / "memory.limit_in_bytes", os.W_OK)
+
+
 def attempt_cgroup(*, node_name: str, attempt_id: int, memory_bytes: int) -> Path | None:
-    """A cgroup with ``memory.max`` for the attempt, or None where cgroup v2 is not writable."""
-    if not cgroup_v2_available():
-        return None
+    """The attempt's memory cgroup, limited to ``memory_bytes``; None where none is writable."""
+    name = f"{node_name}-attempt-{attempt_id}"
     try:
-        parent = CGROUP_ROOT / CGROUP_PARENT
-        parent.mkdir(exist_ok=True)
-        _enable_memory_controller(CGROUP_ROOT)
-        _enable_memory_controller(parent)
-        group = parent / f"{node_name}-attempt-{attempt_id}"
-        group.mkdir(exist_ok=True)
-        (group / "memory.max").write_text(str(memory_bytes))
-        (group / "memory.swap.max").write_text("0")
+        if cgroup_v2_available():
+            return _cgroup_v2(name, memory_bytes)
+        if cgroup_v1_available():
+            return _cgroup_v1(name, memory_bytes)
     except OSError:
         return None
+    return None
+
+
+def _cgroup_v2(name: str, memory_bytes: int) -> Path:
+    parent = CGROUP_ROOT / CGROUP_PARENT
+    parent.mkdir(exist_ok=True)
+    _enable_memory_controller(CGROUP_ROOT)
+    _enable_memory_controller(parent)
+    group = parent / name
+    group.mkdir(exist_ok=True)
+    (group / "memory.max").write_text(str(memory_bytes))
+    (group / "memory.swap.max").write_text("0")
     return group
+
+
+def _cgroup_v1(name: str, memory_bytes: int) -> Path:
+    group = CGROUP_V1_MEMORY / CGROUP_PARENT / name
+    group.mkdir(parents=True, exist_ok=True)
+    (group / "memory.limit_in_bytes").write_text(str(memory_bytes))
+    swap = group / "memory.memsw.limit_in_bytes"  # only with swap accounting; never above it
+    if swap.exists():
+        swap.write_text(str(memory_bytes))
+    return group
+
+
+def cgroup_label(path: str | None) -> str:
+    """How the log's header names the memory limit in force."""
+    if not path:
+        return "RLIMIT_AS"
+    if Path(path).is_relative_to(CGROUP_V1_MEMORY):
+        return "cgroup v1 memory.limit_in_bytes"
+    return "cgroup v2 memory.max"
+
+
+def oom_kills(path: str | None) -> int:
+    """How often the kernel killed a process of the cgroup for going over its memory limit.
+
+    v2 counts in ``memory.events``, v1 in ``memory.oom_control``; both as ``oom_kill N``.
+    """
+    if not path:
+        return 0
+    for name in ("memory.events", "memory.oom_control"):
+        with contextlib.suppress(OSError):
+            for line in (Path(path) / name).read_text().splitlines():
+                key, _space, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    return 0
 
 
 def _enable_memory_controller(group: Path) -> None:

@@ -18,19 +18,19 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from jobs.execution.files import log_tail, node_root
+from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 
 from . import limits
+from .failure import failure_reason
 from .sandbox import bwrap_path
 from .start import report_started, start_attempt
 from .state import AttemptFolder, active_attempt_ids, parse_time
 
 State = ReplicaAttempt.State
-FAILURE_TAIL_LINES = 20
 VANISHED_AFTER = timedelta(seconds=30)
 
 
@@ -138,11 +138,7 @@ def _report_exit(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict
     elif exit_code == 0:
         state, reason = State.SUCCEEDED, _("Exited with code 0.")
     else:
-        state = State.FAILED
-        reason = _("Exited with %(summary)s. Last lines of the log:\n%(tail)s") % {
-            "summary": exit_info["summary"],
-            "tail": log_tail(folder.log, lines=FAILURE_TAIL_LINES),
-        }
+        state, reason = State.FAILED, failure_reason(folder, attempt, exit_info)
     _ship_log_offset(folder, attempt)
     attempt_ended(
         attempt_id=attempt.pk, state=state, ended_at=ended_at, exit_code=exit_code, reason=reason
@@ -166,6 +162,7 @@ def _runner_vanished(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
         % {"node": folder.node_name},
         platform_fault=True,
     )
+    limits.remove_cgroup((folder.read("spec") or {}).get("cgroup"))
     folder.mark_done()
 
 

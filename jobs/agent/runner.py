@@ -56,6 +56,8 @@ def limits_for(spec: dict):
     libc = ctypes.CDLL(None, use_errno=True)
     cgroup, memory_bytes = spec.get("cgroup"), spec.get("memory_bytes")
     cpus, sandboxed = spec.get("cpus"), spec.get("sandboxed")
+    # Counted per uid: only meaningful when the replica has a uid of its own.
+    max_processes = spec.get("max_processes") if spec.get("uid") is not None else None
 
     def apply() -> None:
         if cgroup:
@@ -63,6 +65,9 @@ def limits_for(spec: dict):
                 procs.write("0")
         elif memory_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        if max_processes:
+            # Root (bwrap) is exempt; the job's uid is held to it once setpriv drops to it.
+            resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
         if cpus:
             os.sched_setaffinity(0, cpus)
         if not sandboxed:

@@ -117,6 +117,7 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         "memory_bytes": memory_bytes,
         "cgroup": str(cgroup) if cgroup else None,
         "cpus": _cpus(attempt),
+        "max_processes": limits.process_limit(job.cpu_milli),
         "sandboxed": bool(bwrap),
         "uid": uid,
     }
@@ -277,12 +278,14 @@ def _cpus(attempt: ReplicaAttempt) -> list[int] | None:
 def _write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> None:
     job = attempt.replica.job
     isolation = "bubblewrap sandbox" if spec["sandboxed"] else "plain process (no bwrap)"
-    memory = "cgroup v2 memory.max" if spec["cgroup"] else "RLIMIT_AS"
+    memory = limits.cgroup_label(spec["cgroup"])
+    processes = spec["max_processes"] if spec["uid"] is not None else "not limited"
     lines = [
         f"[trainyard] job {job.pk} replica {attempt.replica.index} attempt {attempt.number} "
         f"on node {attempt.node.name}",
         f"[trainyard] {isolation}, uid {spec['uid'] if spec['uid'] is not None else os.getuid()}, "
-        f"memory limit {job.memory_mib} MiB ({memory}), cpus {spec['cpus'] or 'not pinned'}",
+        f"memory limit {job.memory_mib} MiB ({memory}), processes {processes}, "
+        f"cpus {spec['cpus'] or 'not pinned'}",
     ]
     with folder.log.open("a") as log:
         log.write("\n".join(lines) + "\n")

@@ -1,0 +1,304 @@
+"""Startup commands are hostile code: every attack fails, and the platform keeps running.
+
+Each test runs a real job whose command attempts the attack inside the
+sandbox and records what happened in its output folder; the test then checks
+the attack failed and that the agent, its heartbeat and the next job are fine.
+
+The sandbox shares the host's network (ports and rendezvous need it), so what
+guards the database and Redis is their password (README, Production); here
+the platform's part is checked: nothing of its own reaches the job (no
+settings, environment, secret key, database socket or other job's files).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from jobs.agent.limits import process_limit
+from jobs.agent.sandbox import python_environment_paths
+from jobs.execution.files import attempt_dir, replica_output_dir
+from jobs.models import Job, ReplicaAttempt
+from resources.models import Node
+from tests.agent_support import (
+    Agent,
+    attempt_log,
+    attempts_of,
+    cpu_job,
+    place,
+    wait_for_state,
+    wait_until,
+)
+
+pytestmark = pytest.mark.integration
+
+# One line per attempt: "denied: <command>" when it failed, "allowed: <command>" when it worked.
+PROBE = (
+    'probe() { if "$@" > /dev/null 2>&1; then echo "allowed: $*"; else echo "denied: $*"; fi; }\n'
+)
+
+
+def output(job: Job, name: str) -> str:
+    return (replica_output_dir(job.replica_set.get().node.name, job.pk, 0) / name).read_text()
+
+
+def probes(commands: list[str]) -> str:
+    return "".join(f"probe {c} >> $TRAINYARD_DATA_OUT/probes\n" for c in commands)
+
+
+def outcomes(word: str, commands: list[str]) -> list[str]:
+    """The lines ``probe`` writes for ``commands`` (it sees their words, quotes removed)."""
+    return [f"{word}: {' '.join(shlex.split(c))}" for c in commands]
+
+
+def run(agent: Agent, command: str, **fields) -> Job:
+    job = place(cpu_job(command, **fields), agent.nodes[:1])
+    return wait_for_state(job, Job.FINAL_STATES, agent)
+
+
+def running(agent: Agent, command: str) -> Job:
+    """A neighbour: another job running on the same node while the attack happens."""
+    job = place(cpu_job(command), agent.nodes[:1])
+    wait_for_state(job, Job.State.RUNNING, agent)
+    wait_until(lambda: "up" in attempt_log(attempts_of(job)[0]), what="the neighbour's output")
+    return job
+
+
+def assert_platform_fine(agent: Agent) -> None:
+    """The agent lives, heartbeats on, and the next job on the node succeeds."""
+    node = Node.objects.get(pk=agent.nodes[0].pk)
+    assert agent.process.poll() is None, agent.logs()[-2000:]
+    job = run(agent, "echo still fine > $TRAINYARD_DATA_OUT/ok")
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "ok") == "still fine\n"
+    wait_until(
+        lambda: Node.objects.get(pk=node.pk).last_heartbeat > node.last_heartbeat,
+        what="a heartbeat after the attack",
+    )
+    assert Node.objects.get(pk=node.pk).state == Node.State.READY
+
+
+def host_postgres_socket() -> Path | None:
+    port = connection.settings_dict.get("PORT") or 5432
+    for folder in ("/var/run/postgresql", "/run/postgresql", "/tmp"):
+        if (Path(folder) / f".s.PGSQL.{port}").exists():
+            return Path(folder) / f".s.PGSQL.{port}"
+    return None
+
+
+@pytest.fixture
+def root_secret():
+    """A file only root may read in root's home, like a key or a token kept there."""
+    path = Path("/root") / f".trainyard-test-secret-{os.getpid()}"
+    path.write_text("root only\n")
+    path.chmod(0o600)
+    yield path
+    path.unlink()
+
+
+def lent_entries(folder: Path) -> set[str]:
+    """What of ``folder`` the sandbox shows: only the way to the Python environment it lends."""
+    return {
+        Path(p).relative_to(folder).parts[0]
+        for p in python_environment_paths()
+        if Path(p).is_relative_to(folder)
+    }
+
+
+def test_job_cannot_read_the_platforms_settings_secrets_database_or_root(agent, root_secret):
+    secrets = [
+        settings.BASE_DIR / "trainyard" / "settings.py",
+        settings.BASE_DIR / "manage.py",
+        settings.VAR_DIR / "dev-secret-key",
+        root_secret,
+    ]
+    assert all(path.exists() for path in secrets)  # on the host: the attack has a target
+    denied = [f"cat {path}" for path in secrets]
+    denied += [
+        f"ls {settings.BASE_DIR / 'trainyard'}",
+        "ls /var/lib/postgresql",
+        "python -c 'import trainyard.settings'",
+        "cat /proc/1/environ",
+    ]
+    socket = host_postgres_socket()
+    if socket:  # the database's own socket: trust authentication would let anyone in
+        connect = f"psycopg.connect(host='{socket.parent}', user='postgres')"
+        denied += [f"test -S {socket}", f'python -c "import psycopg; {connect}"']
+    command = PROBE + probes(denied) + "env > $TRAINYARD_DATA_OUT/env\n"
+    command += "ls -A /root > $TRAINYARD_DATA_OUT/root\n"
+    command += f"ls -A {settings.BASE_DIR} > $TRAINYARD_DATA_OUT/base"
+    job = run(agent, command)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+
+    assert output(job, "probes").splitlines() == outcomes("denied", denied)
+    variables = dict(line.split("=", 1) for line in output(job, "env").splitlines() if "=" in line)
+    assert not {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE"} & set(
+        variables
+    )
+    platform_values = {os.environ["DATABASE_URL"], os.environ["REDIS_URL"], settings.SECRET_KEY}
+    assert not platform_values & set(variables.values())
+    assert {n for n in variables if not n.startswith(("TRAINYARD_", "CUDA_"))} <= JOB_BASICS
+    # Root's home and the checkout show only the way to the interpreter the sandbox lends.
+    assert set(output(job, "root").split()) == lent_entries(Path("/root"))
+    assert set(output(job, "base").split()) == lent_entries(settings.BASE_DIR)
+    assert_platform_fine(agent)
+
+
+# A replica's variables besides TRAINYARD_* and CUDA_*: the agent's 4, then bash's own.
+JOB_BASICS = {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "OLDPWD", "SHLVL", "_"}
+
+
+def test_job_cannot_read_or_see_another_jobs_output_or_processes(agent):
+    neighbour = running(agent, "echo private > $TRAINYARD_DATA_OUT/mine\necho up\nsleep 60")
+    neighbour_output = replica_output_dir(agent.nodes[0].name, neighbour.pk, 0)
+    wait_until((neighbour_output / "mine").exists, what="the neighbour's file")
+    denied = [
+        f"cat {neighbour_output / 'mine'}",
+        f"ls {neighbour_output.parent.parent}",
+        f"ls {settings.TRAINYARD_NODE_ROOT}",
+        f"cat {attempt_dir(agent.nodes[0].name, attempts_of(neighbour)[0].pk) / 'output.log'}",
+        "cat /trainyard/output/../../jobs",
+        "pgrep -f sleep",
+        "pgrep -f celery",
+    ]
+    job = run(agent, PROBE + probes(denied))
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "probes").splitlines() == outcomes("denied", denied)
+    assert Job.objects.get(pk=neighbour.pk).state == Job.State.RUNNING
+    assert_platform_fine(agent)
+
+
+def test_job_cannot_write_outside_its_output_folder(agent):
+    targets = [
+        settings.BASE_DIR / "planted",
+        settings.TRAINYARD_NODE_ROOT / "planted",
+        Path("/planted"),
+        Path("/usr/planted"),
+        Path("/etc/planted"),
+        Path(settings.TRAINYARD_DATA_ROOT) / "planted",
+        Path(python_environment_paths()[0]) / "planted",
+    ]
+    denied = [f"touch {path}" for path in targets]
+    denied += [
+        "touch /trainyard/planted",
+        "touch /trainyard/code/planted",
+        "touch /run/trainyard/planted",
+        "cp /bin/true /run/trainyard/command.sh",
+        "touch /dev/shm/planted",
+        "touch /sys/fs/cgroup/planted",
+        "hostname evil",
+        "mount -t tmpfs none /trainyard/output",
+        "chmod 0777 /trainyard",
+    ]
+    allowed = ["touch /trainyard/output/written", "touch /tmp/scratch"]
+    job = run(agent, PROBE + probes(denied + allowed))
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    seen = output(job, "probes").splitlines()
+    assert seen == outcomes("denied", denied) + outcomes("allowed", allowed)
+    for path in targets:
+        assert not path.exists(), path
+    assert_platform_fine(agent)
+
+
+def test_job_cannot_signal_the_agent_its_supervisor_or_another_job(agent):
+    neighbour = running(agent, "echo up\nsleep 60")
+    (neighbour_attempt,) = attempts_of(neighbour)
+    folder = attempt_dir(agent.nodes[0].name, neighbour_attempt.pk)
+    started = json.loads((folder / "started.json").read_text())
+    runner, group = started["runner_pid"], started["pgid"]
+    # Suppose the job learned every pid that matters (its PID namespace hides them all).
+    denied = [f"kill -TERM {pid}" for pid in (agent.process.pid, runner, group, 1)]
+    denied += [f"kill -KILL -{group}", "pkill -TERM -f celery", "pkill -KILL -f runner.py"]
+    denied += ["pkill -f sleep", "kill -TERM -1"]
+    command = PROBE + probes(denied)
+    # Everything its uid may signal: the job's own processes, never the caller itself.
+    command += "sleep 30 & victim=$!\nkill -KILL -1\n"
+    command += 'wait $victim; echo "victim $?" > $TRAINYARD_DATA_OUT/own'
+    job = run(agent, command)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "probes").splitlines() == outcomes("denied", denied)
+    assert output(job, "own") == "victim 137\n"  # kill -1 reached its own sleep
+
+    for pid in (runner, group):
+        os.kill(pid, 0)  # still there
+    assert ReplicaAttempt.objects.get(pk=neighbour_attempt.pk).state == ReplicaAttempt.State.RUNNING
+    assert_platform_fine(agent)
+
+
+# After the bomb only bash builtins: the job's own forks fail too once it is at its limit.
+FORK_BOMB = """sleep 4 & waiter=$!
+bomb() { bomb | bomb & }; bomb
+wait $waiter
+n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo "$n" > $TRAINYARD_DATA_OUT/processes"""
+# Forks (sleep) all through the bomb, and ends when the test says so.
+NEIGHBOUR = """echo up
+while [ ! -e $TRAINYARD_DATA_OUT/go ]; do sleep 0.2; echo tick >> $TRAINYARD_DATA_OUT/ticks; done"""
+
+
+def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(agent):
+    neighbour = running(agent, NEIGHBOUR)
+    neighbour_output = replica_output_dir(agent.nodes[0].name, neighbour.pk, 0)
+    job = run(agent, FORK_BOMB, cpu_milli=1000)
+    limit = process_limit(1000)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    # /proc also lists the sandbox's init (bwrap, root's); the job's uid is at its limit.
+    assert limit - 16 <= int(output(job, "processes")) - 1 <= limit
+    log = attempt_log(attempts_of(job)[0])
+    assert f"processes {limit}," in log
+    assert "fork: retry: Resource temporarily unavailable" in log
+    uid = settings.TRAINYARD_SANDBOX_UID_BASE + job.pk
+    wait_until(lambda: not processes_of(uid), what="the bomb's processes to be gone", timeout=10)
+
+    ticks = len(output(neighbour, "ticks").split())
+    assert ticks >= 10  # it kept forking through the bomb (four seconds at least)
+    (neighbour_output / "go").touch()
+    neighbour = wait_for_state(neighbour, Job.FINAL_STATES, agent)
+    assert neighbour.state == Job.State.SUCCEEDED, neighbour.state_reason
+    assert_platform_fine(agent)
+
+
+def processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.append(int(entry.name))
+            except FileNotFoundError:
+                continue
+    return found
+
+
+MEMORY_HOG = """python - <<'EOF'
+import multiprocessing, sys, time
+def hold(mib):
+    block = bytearray(mib * 2**20)
+    time.sleep(5)
+# Five processes of 100 MiB: each under the limit alone, five times over it together.
+children = [multiprocessing.Process(target=hold, args=(100,)) for _ in range(5)]
+for child in children:
+    child.start()
+for child in children:
+    child.join()
+print("exit codes", [child.exitcode for child in children], flush=True)
+sys.exit(1 if any(child.exitcode for child in children) else 0)
+EOF"""
+
+
+def test_memory_exhaustion_is_stopped_by_the_limit_and_the_job_fails_out_of_memory(agent):
+    job = run(agent, MEMORY_HOG, memory_mib=256, max_retries=0)
+    assert job.state == Job.State.FAILED
+    assert job.state_reason.startswith(
+        "Replica 0 failed on attempt 1 (no retries left): Out of memory: "
+    )
+    assert "went over its memory limit of 0.25 GiB." in job.state_reason
+    log = attempt_log(attempts_of(job)[0])
+    assert "memory limit 256 MiB (cgroup v" in log
+    assert "exit codes" in log and "-9" in log  # the kernel killed at least one of them
+    assert_platform_fine(agent)
