@@ -1,15 +1,20 @@
 """Why a replica failed, in words a person can act on.
 
-The exit code and the log's last lines say what the program saw; a cause it
-cannot report itself comes first: the kernel killed it for going over its
-memory limit (the cgroup counts that).
+The exit code and the log's last lines say what the program saw; two causes
+it cannot report itself come first: the kernel killed it for going over its
+memory limit (the cgroup counts that), or the disk holding its output and log
+is full (its own complaints could not even reach the log).
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from pathlib import Path
+
 from django.utils.translation import gettext as _
 
-from jobs.execution.files import log_tail
+from jobs.execution.files import log_tail, replica_output_dir
 from jobs.models import ReplicaAttempt
 from resources.ratios import mib_to_gib
 
@@ -17,6 +22,10 @@ from . import limits
 from .state import AttemptFolder
 
 FAILURE_TAIL_LINES = 20
+# Less than this left for the job's uid counts as full: writes fail long before 0 on
+# most file systems, and the runner frees its small reserve before writing the end.
+FULL_DISK_BYTES = 1024 * 1024
+MIB = 1024 * 1024
 
 
 def failure_reason(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict) -> str:
@@ -27,6 +36,10 @@ def failure_reason(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: di
             _("Out of memory: the replica went over its memory limit of %(limit)s GiB.")
             % {"limit": mib_to_gib(job.memory_mib)}
         )
+    output = replica_output_dir(folder.node_name, job.pk, attempt.replica.index)
+    full = disk_full_reason(folder.node_name, [output, folder.path])
+    if full:
+        causes.append(full)
     causes.append(
         _("Exited with %(summary)s. Last lines of the log:\n%(tail)s")
         % {
@@ -35,3 +48,16 @@ def failure_reason(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: di
         }
     )
     return " ".join(causes)
+
+
+def disk_full_reason(node_name: str, paths: list[Path]) -> str:
+    """Why, when the file system of one of ``paths`` (on node ``node_name``) is full; else ""."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            usage = shutil.disk_usage(path)
+            if usage.free < FULL_DISK_BYTES:
+                return _(
+                    "Disk full: %(free)s MiB of %(total)s MiB free on node %(node)s, "
+                    "where the job writes its output and log."
+                ) % {"free": usage.free // MIB, "total": usage.total // MIB, "node": node_name}
+    return ""

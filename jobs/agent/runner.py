@@ -9,6 +9,10 @@ with the attempt's limits, and writes what happened into the folder:
 signal) and finally ``exit.json``. A second runner for the same folder finds
 the lock taken, or ``exit.json`` written, and leaves at once: a start message
 delivered twice starts one process.
+
+The job writes its outputs and log on the node's disk, and may fill it: the
+runner holds ``space.reserve`` while the replica runs and deletes it before
+writing the end, so that ``exit.json`` still fits on a full disk.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
+RESERVE_NAME = "space.reserve"
+RESERVE_BYTES = 256 * 1024
 
 
 def now_iso() -> str:
@@ -94,10 +100,16 @@ def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -
         preexec_fn=limits_for(spec),
     )
     started = {"started_at": now_iso(), "pgid": process.pid, "runner_pid": os.getpid()}
-    if first:
-        write_json(folder / "started.json", started)
-    write_json(folder / f"phase-{phase['name']}.json", started)
-    write_json(folder / "current.json", {"phase": phase["name"], **started})
+    try:
+        if first:
+            write_json(folder / "started.json", started)
+        write_json(folder / f"phase-{phase['name']}.json", started)
+        write_json(folder / "current.json", {"phase": phase["name"], **started})
+    except OSError:
+        # Unrecorded, the agent could neither report nor stop it: it must not run.
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
     returncode = process.wait()
     # Nothing the phase left behind outlives it (bwrap's PID namespace already did this).
     with contextlib.suppress(ProcessLookupError):
@@ -114,6 +126,20 @@ def describe(returncode: int) -> tuple[int, str]:
     return returncode, f"exit code {returncode}"
 
 
+def reserve_space(folder: Path) -> None:
+    """Hold a little of the disk, written out (a sparse file would hold nothing)."""
+    with contextlib.suppress(OSError), (folder / RESERVE_NAME).open("wb") as reserve:
+        reserve.write(b"\0" * RESERVE_BYTES)
+        reserve.flush()
+        os.fsync(reserve.fileno())
+
+
+def log_line(log_fd: int, text: str) -> None:
+    """A line of our own in the replica's log; a full disk must not stop the runner."""
+    with contextlib.suppress(OSError):
+        os.write(log_fd, f"[trainyard] {text}\n".encode())
+
+
 def supervise(folder: Path) -> None:
     if (folder / "exit.json").exists():
         return
@@ -121,6 +147,7 @@ def supervise(folder: Path) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         # A handler, not SIG_IGN: children get the default action back at exec.
         signal.signal(signum, lambda *_: None)
+    reserve_space(folder)
     log_fd = os.open(spec["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o640)
     exit_code, summary = 0, "exit code 0"
     for position, phase in enumerate(spec["phases"]):
@@ -129,12 +156,13 @@ def supervise(folder: Path) -> None:
         try:
             returncode = run_phase(folder, spec, phase, log_fd, position == 0)
         except OSError as error:
-            os.write(log_fd, f"[trainyard] could not start the replica: {error}\n".encode())
+            log_line(log_fd, f"could not start the replica: {error}")
             returncode = 127
         exit_code, summary = describe(returncode)
         if exit_code:
             break
-    os.write(log_fd, f"[trainyard] replica finished: {summary}\n".encode())
+    (folder / RESERVE_NAME).unlink(missing_ok=True)
+    log_line(log_fd, f"replica finished: {summary}")
     write_json(
         folder / "exit.json", {"exit_code": exit_code, "summary": summary, "ended_at": now_iso()}
     )

@@ -23,11 +23,12 @@ from jobs.environment import (
     environment_input_for_job,
     job_environment,
 )
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import node_root, replica_output_dir
 from jobs.execution.report import attempt_ended, attempt_running
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 
 from . import limits, sandbox
+from .failure import disk_full_reason
 from .script import command_script
 from .state import AttemptFolder, active_attempt_ids, parse_time
 
@@ -48,7 +49,16 @@ def start_attempt(attempt_id: int) -> None:
             if refusal is not None:
                 _end_unstarted(attempt, refusal)
                 return
-            if not _launch(folder, attempt):
+            try:
+                launched = _launch(folder, attempt)
+            except OSError as error:  # the node's disk is full, or its folders are broken
+                reason = _("Could not prepare the replica on node %(node)s: %(error)s.") % {
+                    "node": attempt.node.name,
+                    "error": error.strerror or error,
+                }
+                _fail_to_prepare(attempt, reason)
+                return
+            if not launched:
                 return
     report_started(folder, attempt, wait_seconds=STARTED_WAIT_SECONDS)
 
@@ -87,6 +97,11 @@ def _end_unstarted(attempt: ReplicaAttempt, reason: str) -> None:
 
 def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
     job = attempt.replica.job
+    # A job on a full disk could not even write its log: the node is at fault, not the job.
+    full = disk_full_reason(attempt.node.name, [node_root(attempt.node.name)])
+    if full:
+        _fail_to_prepare(attempt, full)
+        return False
     folder.path.mkdir(parents=True, exist_ok=True)
     os.chmod(folder.path, 0o711)  # the job's uid may reach its command file, nothing else
     uid = sandbox.sandbox_uid(job.pk)
@@ -121,8 +136,12 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         "sandboxed": bool(bwrap),
         "uid": uid,
     }
-    _write_header(folder, attempt, spec)
-    folder.write("spec", spec)
+    try:
+        _write_header(folder, attempt, spec)
+        folder.write("spec", spec)
+    except OSError:
+        limits.remove_cgroup(spec["cgroup"])
+        raise
     folder.mark_active()
     with (folder.path / "runner.err").open("ab") as errors:
         subprocess.run(
@@ -301,6 +320,17 @@ def _fail_before_start(folder: AttemptFolder, attempt: ReplicaAttempt, missing: 
         state=ReplicaAttempt.State.FAILED,
         ended_at=timezone.now(),
         reason=message,
+    )
+
+
+def _fail_to_prepare(attempt: ReplicaAttempt, reason: str) -> None:
+    """The node, not the job, is at fault: the job is placed again (see ``settle.py``)."""
+    attempt_ended(
+        attempt_id=attempt.pk,
+        state=ReplicaAttempt.State.FAILED,
+        ended_at=timezone.now(),
+        reason=reason,
+        platform_fault=True,
     )
 
 
