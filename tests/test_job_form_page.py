@@ -1,5 +1,6 @@
 """The New job page: defaults, htmx panels, no-JavaScript fallbacks, errors and CSRF."""
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -73,6 +74,18 @@ def test_every_control_has_a_label(owner_client, site):
     ]
     assert len(parsed.controls) > 20
     assert unlabelled == []
+
+
+def test_every_described_by_points_at_an_element_that_is_there(owner_client, site):
+    """A screen reader reads a field's help and its errors: the ids must exist."""
+    html = owner_client.post(URL, form_post(cpu_cores="", gpu_count="0", name="x" * 300)).content
+    html = html.decode()
+    ids = set(re.findall(r'\bid="([^"]+)"', html))
+    described = {
+        i for group in re.findall(r'aria-describedby="([^"]+)"', html) for i in group.split()
+    }
+    assert any(i.endswith("_error") for i in described)  # the post had errors
+    assert described - ids == set()
 
 
 def test_project_data_is_selected_by_default(owner_client, site):
