@@ -57,7 +57,8 @@ def test_every_string_on_the_tested_pages_has_a_chinese_translation(site, owner,
     client.force_login(owner)
     client.cookies["django_language"] = "zh-hans"
     paths = ["/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", f"/jobs/{job.pk}/runtime/"]
-    paths += ["/resources/", "/billing/", "/profile/"]
+    paths += ["/resources/", "/billing/", "/profile/", "/jobs/templates/"]
+    paths += ["/notifications/", "/notifications/settings/"]
     for path in paths:
         assert client.get(path).status_code == 200, path
     for kind in ("cpu", "vgpu"):
