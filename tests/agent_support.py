@@ -101,13 +101,26 @@ class Agent:
                 self.kill9()
 
     def kill_replicas(self) -> None:
-        """Nothing a test started outlives it."""
+        """Nothing a test started outlives it, not even the memory cgroups of its replicas."""
         for current in self.node_root.glob("*/attempts/*/current.json"):
             with contextlib.suppress(ProcessLookupError, ValueError, KeyError):
                 os.killpg(json.loads(current.read_text())["pgid"], signal.SIGKILL)
+        for spec in self.node_root.glob("*/attempts/*/spec.json"):
+            with contextlib.suppress(ValueError, KeyError, OSError):
+                if cgroup := json.loads(spec.read_text())["cgroup"]:
+                    _remove_cgroup(Path(cgroup))
 
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.tmp_path.glob("agent-*.log")))
+
+
+def _remove_cgroup(path: Path, timeout: float = 5) -> None:
+    """Remove an attempt's cgroup once its killed processes have left it (EBUSY until then)."""
+    deadline = time.monotonic() + timeout
+    while path.exists() and time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError, OSError):
+            os.rmdir(path)
+        time.sleep(0.05)
 
 
 def wait_until(
