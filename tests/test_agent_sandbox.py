@@ -40,10 +40,11 @@ def test_sandbox_hides_the_platform_and_other_jobs(agent):
         "touch /trainyard/data-1/planted",
         "pgrep -f celery",
     ]
-    allowed = ["touch /trainyard/output/written", "touch /tmp/scratch"]
+    allowed = ["touch /trainyard/output/written", "touch /tmp/scratch", "touch /dev/shm/seg"]
     probes = "".join(f"probe {p} >> $TRAINYARD_DATA_OUT/probes\n" for p in denied + allowed)
     command = PROBE + probes + "id -u > $TRAINYARD_DATA_OUT/uid\n"
-    command += "df -B1 --output=size /tmp | tail -1 > $TRAINYARD_DATA_OUT/tmp_size"
+    command += "df -B1 --output=size /tmp | tail -1 > $TRAINYARD_DATA_OUT/tmp_size\n"
+    command += "df -B1 --output=size /dev/shm | tail -1 > $TRAINYARD_DATA_OUT/shm_size"
     job = cpu_job(command, storage_gib=3)
     JobDataset.objects.create(job=job, dataset=dataset, position=1)
     job = wait_for_state(place(job, [node]), Job.FINAL_STATES, agent)
@@ -54,6 +55,7 @@ def test_sandbox_hides_the_platform_and_other_jobs(agent):
     uid = int(output_of(job, node, "uid"))
     assert uid == settings.TRAINYARD_SANDBOX_UID_BASE + job.pk
     assert int(output_of(job, node, "tmp_size")) == 3 * 1024**3
+    assert int(output_of(job, node, "shm_size")) == 3 * 1024**3
     (attempt,) = attempts_of(job)
     assert "bubblewrap sandbox" in attempt_log(attempt)
     assert Node.objects.get(pk=node.pk).sandboxed is True

@@ -190,13 +190,13 @@ def test_job_cannot_write_outside_its_output_folder(agent):
         "touch /trainyard/code/planted",
         "touch /run/trainyard/planted",
         "cp /bin/true /run/trainyard/command.sh",
-        "touch /dev/shm/planted",
         "touch /sys/fs/cgroup/planted",
         "hostname evil",
         "mount -t tmpfs none /trainyard/output",
         "chmod 0777 /trainyard",
     ]
-    allowed = ["touch /trainyard/output/written", "touch /tmp/scratch"]
+    # /tmp and /dev/shm are the job's own tmpfs mounts, gone with it.
+    allowed = ["touch /trainyard/output/written", "touch /tmp/scratch", "touch /dev/shm/seg"]
     job = run(agent, PROBE + probes(denied + allowed))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     seen = output(job, "probes").splitlines()

@@ -86,6 +86,8 @@ def bwrap_argv(
     for device in sorted(Path("/dev").glob("nvidia*")):
         argv += ["--dev-bind", str(device), str(device)]
     argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    # A private /dev/shm: PyTorch's DataLoader workers and NCCL pass tensors through it.
+    argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]
     # After the private /tmp, so a Python environment that lives under /tmp stays visible.
     argv += _passable_parents(mounts.read_only_extra)
     for path in mounts.read_only_extra:
