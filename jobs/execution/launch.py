@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
+from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
-from jobs.models import Job, Replica, ReplicaAttempt
+from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 
 from .executors import executor_for
+
+logger = logging.getLogger(__name__)
+
+# A job still without the attempts of its try this long after it last changed lost its
+# launch; a launch runs right after the commit, so a slow one is done well within this.
+LAUNCH_LOST_AFTER = timedelta(seconds=10)
+# Relaunched per call at most; the next call (beat, every few seconds) takes the rest.
+RELAUNCH_BATCH = 100
 
 
 def job_launch(job_id: int) -> list[int]:
@@ -31,6 +43,40 @@ def job_launch(job_id: int) -> list[int]:
     for executor_name, attempt_ids in attempt_ids_by_executor.items():
         executor_for(executor_name).start_attempts(attempt_ids)
     return [pk for ids in attempt_ids_by_executor.values() for pk in ids]
+
+
+def lost_launches_retry(*, now: datetime | None = None) -> list[int]:
+    """Launch the starting jobs whose launch never created their attempts; return their ids.
+
+    A job is launched after the transaction that moved it to ``starting``
+    commits, in the same process (the scheduling pass, a retry in place). A
+    process killed in between leaves the job starting with no attempt, holding
+    its nodes, and no executor knows of it: nothing else would ever start or
+    free it. ``job_launch`` is idempotent, so relaunching a launch that was
+    only slow does no harm.
+    """
+    cutoff = (now or timezone.now()) - LAUNCH_LOST_AFTER
+    current_attempts = ReplicaAttempt.objects.filter(
+        replica__job=OuterRef("pk"), number=OuterRef("attempt")
+    )
+    recent_events = JobEvent.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
+    lost = (
+        Job.objects.filter(state=Job.State.STARTING)
+        .exclude(Exists(current_attempts))
+        .exclude(Exists(recent_events))
+        .order_by("pk")
+        .values_list("pk", flat=True)[:RELAUNCH_BATCH]
+    )
+    relaunched = []
+    for job_id in lost:
+        logger.warning("job %s was left starting without its attempts; launching it again", job_id)
+        try:
+            job_launch(job_id)
+        except Exception:
+            logger.exception("launching job %s again failed", job_id)
+            continue
+        relaunched.append(job_id)
+    return relaunched
 
 
 def job_stop_attempts(*, job_id: int, reason: str) -> None:
