@@ -15,10 +15,12 @@ from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from tests.billing_cast import set_price
 from tests.factories import UserFactory
 from tests.faults.recovery import (
+    UNTIL_LET_END,
     SideSession,
     Site,
     assert_nothing_held,
     assert_recovered,
+    let_end,
     marked_job,
     needs_postgresql,
     states_are,
@@ -152,10 +154,11 @@ def test_agent_killed_during_runs_reports_each_exit_once_at_its_real_time_after_
     agent was down is reported (with its own end time, so billing stops there), one still
     running carries on, and a job placed while the agent was down starts."""
     agent = site.agent
-    ends_early, runs_on = marked_job("sleep 1"), marked_job("sleep 12")
+    ends_early, runs_on = marked_job(UNTIL_LET_END), marked_job(UNTIL_LET_END)
     wait_for(states_are([ends_early, runs_on], [Job.State.RUNNING]), what="both to run")
     agent.kill9()
 
+    let_end(ends_early)
     placed_meanwhile = marked_job()
     wait_for(lambda: exit_of(ends_early), what="the first replica to exit on its own")
     wait_for(states_are([placed_meanwhile], [Job.State.STARTING]), what="the pass to place it")
@@ -176,6 +179,7 @@ def test_agent_killed_during_runs_reports_each_exit_once_at_its_real_time_after_
         logs=agent.logs,
     )
     assert Job.objects.get(pk=runs_on.pk).state == Job.State.RUNNING
+    let_end(runs_on)
     wait_for(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=agent.logs)
     assert_recovered(jobs)
     attempt = ReplicaAttempt.objects.get(replica__job=ends_early)
