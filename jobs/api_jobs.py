@@ -14,10 +14,11 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from ninja import Field, Router, Schema, Status
-from ninja.pagination import LimitOffsetPagination, paginate
+from ninja.pagination import paginate
 
 from resources.api_free import ResourcePartIn
 from resources.ratios import mib_to_gib, milli_to_cores
+from trainyard.api_pagination import Pagination
 
 from .models import Job
 from .selectors import jobs_for_user
@@ -190,7 +191,7 @@ def submit_job(request: HttpRequest, payload: JobIn):
 
 
 @router.get("/jobs", response=list[JobOut])
-@paginate(LimitOffsetPagination)
+@paginate(Pagination)
 def list_jobs(request: HttpRequest, state: str = "", project: str = ""):
     """Your jobs and your projects' jobs, newest first."""
     jobs = _jobs(request)

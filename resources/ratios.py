@@ -7,7 +7,7 @@ values, the API's omitted fields and the submit service agree.
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 
 from .models import MIB_PER_GIB, MILLI_PER_CORE, GpuModel
 
@@ -32,13 +32,24 @@ def milli_to_cores(milli: int) -> Decimal:
 
 def mib_to_gib(mib: int) -> Decimal:
     """GiB with at most three decimals, as the UI shows them."""
-    return _tidy((Decimal(mib) / MIB_PER_GIB).quantize(Decimal("0.001"), ROUND_HALF_UP))
+    gib = Decimal(mib) / MIB_PER_GIB
+    return _tidy(gib.quantize(Decimal("0.001"), ROUND_HALF_UP, context=_digits_for(gib, 3)))
 
 
 def _tidy(number: Decimal) -> Decimal:
     """Without trailing zeros, and never in exponent form (100, not 1E+2)."""
     number = number.normalize()
-    return number.quantize(Decimal(1)) if number.as_tuple().exponent > 0 else number
+    if number.as_tuple().exponent <= 0:
+        return number
+    return number.quantize(Decimal(1), context=_digits_for(number, 0))
+
+
+def _digits_for(number: Decimal, decimals: int) -> Context:
+    """Enough precision to write ``number`` out with ``decimals`` places, however large.
+
+    A request far beyond any node (10^30 cores) is refused by name, so it must be shown.
+    """
+    return Context(prec=max(28, number.adjusted() + 1 + decimals))
 
 
 def card_share(*, gpu_count: int, vgpu_compute_percent: int | None) -> Decimal:
