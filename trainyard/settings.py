@@ -58,14 +58,18 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_htmx",
     "template_partials",
+    # The API docs' Swagger UI from its own static files (its CDN page breaks the CSP).
+    "ninja",
     "resources",
     "jobs",
     "billing",
     "notifications",
+    "axes",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -79,6 +83,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "trainyard.middleware.LoginRequiredMiddleware",
     "trainyard.middleware.UserTimezoneMiddleware",
+    # Last, as django-axes asks: it turns a locked-out log-in into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "trainyard.urls"
@@ -223,6 +229,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# django-axes first: it refuses a locked-out log-in before a password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Log-in throttling: 5 failed passwords for one username from one address lock that
+# pair out for 15 minutes, and a try during the lock starts them again (axes' default).
+# The API's bearer tokens are not passwords: not throttled.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "trainyard.login_lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "trainyard.login_lockout.client_address"
+# Proxies in front that append the client's address to X-Forwarded-For (0: none, use the peer's).
+TRAINYARD_PROXY_COUNT = int(os.environ.get("TRAINYARD_PROXY_COUNT", "0"))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "jobs:list"
 LOGOUT_REDIRECT_URL = "login"
@@ -257,13 +279,30 @@ SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG els
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
 SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# Scripts, styles and everything else from this site only: no inline script or style
+# attribute runs (htmx's indicator styles are in trainyard.css; see base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes logs every log-in at INFO; its warnings (failures, lockouts) are what matter.
+    "loggers": {"axes": {"level": "WARNING"}},
 }
 
 # Where node agents keep replica state, logs and outputs (one folder per node).
