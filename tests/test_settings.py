@@ -40,6 +40,15 @@ def test_embedded_mode_uses_sqlite_and_file_broker(tmp_path):
     assert parsed["debug"] is True
 
 
+def test_the_development_secret_key_is_readable_by_its_owner_only(tmp_path):
+    settings_with({}, tmp_path)
+    key = tmp_path / "dev-secret-key"
+    assert key.stat().st_mode & 0o777 == 0o600
+    key.chmod(0o644)  # as an older version left it
+    settings_with({}, tmp_path)
+    assert key.stat().st_mode & 0o777 == 0o600
+
+
 def test_production_mode_uses_postgres_and_redis(tmp_path):
     parsed = settings_with(
         {

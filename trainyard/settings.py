@@ -41,7 +41,12 @@ if not SECRET_KEY:
     if not key_file.exists():
         from django.core.management.utils import get_random_secret_key
 
-        key_file.write_text(get_random_secret_key())
+        # Readable by the platform's user only (a replica runs as another uid).
+        descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(get_random_secret_key())
+    if key_file.stat().st_mode & 0o077:  # made by an older version: close it now
+        key_file.chmod(0o600)
     SECRET_KEY = key_file.read_text().strip()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
@@ -237,6 +242,7 @@ AUTHENTICATION_BACKENDS = [
 # Log-in throttling: 5 failed passwords for one username from one address lock that
 # pair out for 15 minutes, and a try during the lock starts them again (axes' default).
 # The API's bearer tokens are not passwords: not throttled.
+AXES_VERBOSE = False  # no banner on every manage.py command
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
