@@ -164,7 +164,9 @@ def run(args, roots: Path, users_file: Path) -> list[dict]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     gunicorn = ["-m", "gunicorn", "trainyard.wsgi", "--bind", f"127.0.0.1:{port}"]
-    gunicorn += ["--workers", "3", "--threads", "4", "--access-logfile", "-"]
+    # Keep-alive longer than a user's pause: a server closing an idle connection just as
+    # the client reuses it resets the request (behind a proxy the proxy holds them open).
+    gunicorn += ["--workers", "3", "--threads", "4", "--keep-alive", "75", "--access-logfile", "-"]
     worker = ["-m", "celery", "-A", "trainyard", "worker", "-B", "-Q", "celery"]
     worker += ["--schedule", str(roots / "beat"), "--concurrency", "2", "--loglevel", "INFO"]
     worker += ["--without-gossip", "--without-mingle", "--hostname", "load@%h"]
@@ -185,6 +187,9 @@ def run(args, roots: Path, users_file: Path) -> list[dict]:
             print("failure:", line)
         errors = [line for line in (roots / "web.log").read_text().splitlines() if " 500 " in line]
         print(f"server 500s in the access log: {len(errors)}")
+        for line in (roots / "web.log").read_text().splitlines():
+            if "WORKER TIMEOUT" in line or "Traceback" in line or "[ERROR]" in line:
+                print("server:", line)
         return rows
     finally:
         for process in processes:

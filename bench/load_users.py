@@ -82,7 +82,7 @@ class Researcher(HttpUser):
                 response.failure(f"{response.status_code}: {response.text[:200]}")
 
     @task(1)
-    def stop(self) -> None:
+    def stop_job(self) -> None:
         if not self.mine:
             return
         job_id = self.mine.pop(random.randrange(len(self.mine)))
