@@ -49,13 +49,13 @@ def detail_context(job: Job, **extra) -> dict:
         "ports": ports,
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
         "environment": job_environment(environment_input_for_job(job)),
-        "events": _events(job),
+        "events": job_events(job),
         "times": job_times(job=job, likely_start=likely_start(job=job)),
         **extra,
     }
 
 
-def _events(job: Job) -> list:
+def job_events(job: Job) -> list:
     labels = dict(Job.State.choices)
     events = list(job.events.order_by("created_at", "pk"))
     for event in events:

@@ -6,9 +6,13 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryD
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from .detail_views import job_events
 from .estimates.formatting import duration_text
+from .estimates.job_times import job_times
+from .estimates.start import likely_start
 from .execution.files import open_output_file, replica_output_dir
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
@@ -31,7 +35,10 @@ def runtime_context(job: Job, query: QueryDict) -> dict:
     attempts = job_attempts(job)
     replica, number = _int(query.get("replica")), _int(query.get("attempt"))
     shown = pick_attempt(attempts, replica=replica or 0, number=number)
-    params = f"?replica={shown.replica.index}&attempt={shown.number}" if shown else ""
+    # The state the page shows: a poll that finds another one refreshes the page's times too.
+    params = {"state": job.state}
+    if shown:
+        params.update(replica=shown.replica.index, attempt=shown.number)
     return {
         "job": job,
         "attempts": attempts,
@@ -41,7 +48,7 @@ def runtime_context(job: Job, query: QueryDict) -> dict:
         "outputs": job_outputs(job, attempts),
         # Polling stops with the job: a finished job's panel carries no trigger.
         "live": not job.is_finished,
-        "refresh_url": reverse("jobs:runtime", args=[job.pk]) + params,
+        "refresh_url": f"{reverse('jobs:runtime', args=[job.pk])}?{urlencode(params)}",
         "progress": _run_time_progress(job, shown),
     }
 
@@ -72,6 +79,9 @@ def _int(value: str | None) -> int | None:
 def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     job = _visible_job(request, pk)
     context = {**runtime_context(job, request.GET), "oob": True}
+    if request.GET.get("state", job.state) != job.state:
+        context["times"] = job_times(job=job, likely_start=likely_start(job=job))
+        context["events"] = job_events(job)
     return render(request, "jobs/_runtime_panel.html", context)
 
 

@@ -225,3 +225,25 @@ def test_a_real_run_shows_its_log_and_outputs_on_the_page(agent_env, client):
     assert "hx-trigger" not in page.split('id="runtime-panel"')[1].split(">")[0]
     url = reverse("jobs:output_download", args=[job.pk, 0, node.name, "accuracy.txt"])
     assert b"".join(client.get(url).streaming_content) == b"0.93\n"
+
+
+def test_each_poll_brings_the_state_and_actions_and_a_new_state_the_times(owner_client, ran):
+    job, _attempts = ran
+    same = panel(owner_client, job, state="running").content.decode()
+    assert 'id="state-card" aria-labelledby="state-title" hx-swap-oob="true"' in same
+    assert 'id="job-actions" hx-swap-oob="true"' in same
+    assert "Stop job" in same
+    assert 'id="job-times"' not in same  # unchanged state: no estimate to recompute
+    assert 'id="events-card"' not in same
+    assert "state=running" in same  # the next poll says what this one showed
+
+    Job.objects.filter(pk=job.pk).update(
+        state=Job.State.SUCCEEDED, finished_at=timezone.now(), state_reason="Done"
+    )
+    changed = panel(owner_client, job, state="running").content.decode()
+    assert 'id="job-times" aria-labelledby="times-title" hx-swap-oob="true"' in changed
+    assert 'id="events-card" aria-labelledby="events-title" hx-swap-oob="true"' in changed
+    assert "Stop job" not in changed
+    assert "Run again" in changed
+    assert "Done" in changed
+    assert "hx-trigger" not in changed  # a finished job's panel stops polling

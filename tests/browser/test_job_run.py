@@ -53,6 +53,11 @@ def test_submitted_job_goes_from_waiting_to_succeeded_without_a_reload(
     screenshot(page, "job-running")
     expect(live).to_contain_text("Succeeded", timeout=60_000)
     expect(page.locator("pre.log")).to_contain_text("done-with-the-job")
+    # The rest of the page followed too: no Stop for a finished job, its times filled in.
+    expect(page.get_by_role("button", name="Stop job")).to_have_count(0)
+    expect(page.locator("#state-card dt:text('Finished') + dd")).not_to_have_text("—")
+    expect(page.locator("#job-times")).not_to_contain_text("Likely start")
+    expect(page.locator("#events-card")).to_contain_text("Succeeded")
     assert page.evaluate("() => window.notReloaded") is True
     screenshot(page, "job-succeeded")
 
