@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from .detail_views import job_events
+from .detail_views import job_events, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
 from .estimates.start import likely_start
@@ -23,12 +23,6 @@ from .execution.runtime import (
     pick_attempt,
 )
 from .models import Job
-from .selectors import jobs_for_user
-
-
-def _visible_job(request: HttpRequest, pk: int) -> Job:
-    """Owners and project members only; 404 for anyone else, so ids leak nothing."""
-    return get_object_or_404(jobs_for_user(user=request.user), pk=pk)
 
 
 def runtime_context(job: Job, query: QueryDict) -> dict:
@@ -77,7 +71,7 @@ def _int(value: str | None) -> int | None:
 
 @require_GET
 def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
-    job = _visible_job(request, pk)
+    job = visible_job(request, pk)
     context = {**runtime_context(job, request.GET), "oob": True}
     if request.GET.get("state", job.state) != job.state:
         context["times"] = job_times(job=job, likely_start=likely_start(job=job))
@@ -87,7 +81,7 @@ def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def job_log_download(request: HttpRequest, pk: int, attempt_id: int) -> FileResponse:
-    job = _visible_job(request, pk)
+    job = visible_job(request, pk)
     attempt = next((a for a in job_attempts(job) if a.pk == attempt_id), None)
     if attempt is None:
         raise Http404
@@ -105,7 +99,7 @@ def job_log_download(request: HttpRequest, pk: int, attempt_id: int) -> FileResp
 def job_output_download(
     request: HttpRequest, pk: int, replica: int, node: str, path: str
 ) -> FileResponse:
-    job = _visible_job(request, pk)
+    job = visible_job(request, pk)
     ran_there = any(a.replica.index == replica and a.node.name == node for a in job_attempts(job))
     handle = (
         open_output_file(replica_output_dir(node, job.pk, replica), path) if ran_there else None
