@@ -124,30 +124,29 @@ def test_job_names_identify_job_replicas_and_attempt_of_this_installation(settin
     assert submit.parse_job_name("someone-elses-job") is None
 
 
-def test_squeue_json_of_slurm_22_and_later_versions_parse_alike():
-    old = {
-        "job_id": 7,
-        "name": "n",
-        "job_state": "FAILED",
-        "state_reason": "NonZeroExitCode",
-        "exit_code": 768,
-        "start_time": 1_700_000_000,
-        "end_time": 1_700_000_060,
-        "nodes": "gpu01",
-    }
-    new = {
-        **old,
-        "job_state": ["FAILED"],
-        "exit_code": {"status": ["ERROR"], "return_code": {"set": True, "number": 3}},
-        "start_time": {"set": True, "number": 1_700_000_000},
-        "end_time": {"set": True, "number": 1_700_000_060},
-    }
-    for raw in (old, new):
-        job = cli._job(raw)
-        assert (job.job_id, job.state, job.exit_code) == ("7", "FAILED", 3)
-        assert (job.end_time - job.start_time).total_seconds() == 60
-    assert cli._job({**old, "exit_code": 9}).exit_code == 137
-    assert cli._job({**old, "start_time": 0}).start_time is None
+def test_squeue_columns_parse_into_jobs_and_a_name_may_hold_the_separator():
+    failed = cli.parse_job_line(
+        "7|FAILED|NonZeroExitCode|768|2023-11-14T22:13:20|2023-11-14T22:14:20|gpu01|ty-j7-r0-a1"
+    )
+    assert (failed.job_id, failed.state, failed.exit_code, failed.nodes) == (
+        "7",
+        "FAILED",
+        3,
+        "gpu01",
+    )
+    assert (failed.end_time - failed.start_time).total_seconds() == 60
+    assert failed.name == "ty-j7-r0-a1"
+    killed = cli.parse_job_line("8|CANCELLED|None|9|2023-11-14T22:13:20|N/A||a|b c")
+    assert (killed.exit_code, killed.reason, killed.end_time, killed.name) == (
+        137,
+        "",
+        None,
+        "a|b c",
+    )
+    pending = cli.parse_job_line("9|PENDING|Resources|0|N/A|N/A||ty-j9-r0-a1")
+    assert (pending.state, pending.reason, pending.start_time) == ("PENDING", "Resources", None)
+    assert cli.parse_job_line("slurm_load_jobs error: something") is None
+    assert cli.parse_job_line("") is None
 
 
 def test_sinfo_json_gives_state_flags_gres_and_partitions():
@@ -314,9 +313,16 @@ def test_tool_errors_tell_an_unreachable_controller_from_a_refusal(tmp_path, set
     tool.write_text("#!/bin/sh\necho 'squeue: error: Invalid job id specified' >&2\nexit 1\n")
     with pytest.raises(cli.SlurmRefused):
         cli.job_ids_named("x")
-    tool.write_text('#!/bin/sh\necho \'{"errors": [{"error": "x"}], "jobs": []}\'\n')
+    tool.write_text(
+        "#!/bin/sh\necho 'slurm_load_jobs error: Unable to contact slurm controller' >&2\nexit 1\n"
+    )
     with pytest.raises(cli.SlurmUnavailable):
         cli.jobs(name_prefix="ty")
+    sinfo = tmp_path / "sinfo"  # 22.05's --json: exit 0, errors in the body, no nodes
+    sinfo.write_text('#!/bin/sh\necho \'{"errors": [{"error": "x"}], "nodes": []}\'\n')
+    sinfo.chmod(0o755)
+    with pytest.raises(cli.SlurmUnavailable):
+        cli.nodes()
     settings.TRAINYARD_SLURM_BIN_DIR = str(tmp_path / "missing")
     with pytest.raises(cli.SlurmUnavailable):
         cli.jobs(name_prefix="ty")

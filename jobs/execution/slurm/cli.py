@@ -6,8 +6,11 @@ try again on the next pass, so a briefly unreachable ``slurmctld`` loses
 nothing. A command that ran and was refused raises ``SlurmRefused`` with
 Slurm's message.
 
-Lists come from ``--json`` (Slurm 21.08 and later), which Slurm 22.05 prints
-for every job and node whatever the filters; we filter here.
+The node list comes from ``sinfo --json`` (Slurm 21.08 and later). The job
+list comes from ``squeue --Format``: Slurm 22.05's ``--json`` prints every job
+the controller keeps, with every field (about 5 KB a job: megabytes once a few
+hundred jobs ended in the last ``MinJobAge``), whatever the filters; the plain
+columns we need are a fiftieth of that. Both are filtered here.
 """
 
 from __future__ import annotations
@@ -134,11 +137,35 @@ def run_json(tool: str, args: list[str]) -> dict:
     return data
 
 
+# squeue's columns, "|" after each; the name last, as the only one that may hold a "|".
+# ``exit_code`` is the wait status, as in the JSON (768: exit code 3; 9: killed by KILL).
+JOB_COLUMNS = ("JobID", "State", "Reason", "exit_code", "StartTime", "EndTime", "NodeList")
+JOB_FORMAT = ",".join(f"{column}:|" for column in JOB_COLUMNS) + ",Name:"
+
+
 def jobs(*, name_prefix: str) -> dict[str, SlurmJob]:
     """The jobs Slurm still knows (pending, running and recently ended) by id."""
-    data = run_json("squeue", ["--states=all"])
-    found = (_job(raw) for raw in data.get("jobs", []))
-    return {job.job_id: job for job in found if job.name.startswith(name_prefix)}
+    output = run("squeue", ["--noheader", "--states=all", f"--Format={JOB_FORMAT}"])
+    found = (parse_job_line(line) for line in output.splitlines())
+    return {job.job_id: job for job in found if job and job.name.startswith(name_prefix)}
+
+
+def parse_job_line(line: str) -> SlurmJob | None:
+    """One line of ``squeue --Format=JOB_FORMAT``; None for a line that is not one."""
+    fields = line.split("|", len(JOB_COLUMNS))
+    if len(fields) != len(JOB_COLUMNS) + 1 or not fields[0].strip().isdigit():
+        return None
+    job_id, state, reason, wait_status, start, end, nodes, name = fields
+    return SlurmJob(
+        job_id=job_id.strip(),
+        name=name,
+        state=state.strip().split()[0] if state.strip() else "",
+        reason="" if reason.strip() == "None" else reason.strip(),
+        wait_status=int(wait_status) if wait_status.strip().isdigit() else None,
+        start_time=_parse_local_time(start.strip()),
+        end_time=_parse_local_time(end.strip()),
+        nodes=nodes.strip(),
+    )
 
 
 def job_ids_named(name: str) -> list[str]:
@@ -172,8 +199,8 @@ def finished_job(job_id: str) -> SlurmJob | None:
                 state=fields[2].split()[0],
                 reason="",
                 wait_status=(int(code or 0) << 8) | int(signal_number or 0),
-                start_time=_parse_sacct_time(fields[4]),
-                end_time=_parse_sacct_time(fields[5]),
+                start_time=_parse_local_time(fields[4]),
+                end_time=_parse_local_time(fields[5]),
                 nodes=fields[6],
             )
     return None
@@ -212,19 +239,6 @@ def _scancel(args: list[str]) -> None:
             raise
 
 
-def _job(raw: dict) -> SlurmJob:
-    return SlurmJob(
-        job_id=str(raw["job_id"]),
-        name=raw.get("name", ""),
-        state=_first(raw.get("job_state")),
-        reason=raw.get("state_reason") or "",
-        wait_status=_wait_status(raw.get("exit_code")),
-        start_time=_epoch(raw.get("start_time")),
-        end_time=_epoch(raw.get("end_time")),
-        nodes=raw.get("nodes") or "",
-    )
-
-
 def _node(raw: dict) -> SlurmNode:
     state = _first(raw.get("state")).lower()
     flags = tuple(str(flag).upper() for flag in raw.get("state_flags") or [])
@@ -257,23 +271,8 @@ def _number(value) -> float:
     return value or 0
 
 
-def _epoch(value) -> datetime | None:
-    seconds = _number(value)
-    return datetime.fromtimestamp(seconds, tz=UTC) if seconds else None
-
-
-def _wait_status(value) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):  # newer Slurm: {"return_code": …, "signal": {"id": …}}
-        code = int(_number(value.get("return_code")))
-        signal_number = int(_number((value.get("signal") or {}).get("id")))
-        return (code << 8) | signal_number
-    return int(value)
-
-
-def _parse_sacct_time(value: str) -> datetime | None:
-    """``sacct`` prints the cluster's local time without a zone."""
+def _parse_local_time(value: str) -> datetime | None:
+    """``squeue`` and ``sacct`` print the cluster's local time without a zone ("N/A": none)."""
     try:
         return datetime.fromisoformat(value).astimezone(UTC)
     except ValueError:
