@@ -118,7 +118,10 @@ TEMPLATES = [
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Connections are kept a minute, and checked before reuse (a restarted server).
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
     if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         # As the embedded default below: writers queue for the file instead of failing.
         DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
@@ -172,6 +175,15 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fix-up closes every database connection before and after each task
+# unless this is set: each task then paid for a new PostgreSQL backend, about a third of
+# the machine's CPU in a burst of short tasks. Tasks keep them as web requests do
+# instead (``trainyard/celery.py``); the fix-up still closes them every this many tasks.
+CELERY_DB_REUSE_MAX = 1000
+# Notifications have a queue and a worker of their own (Procfile ``notify``): a burst of
+# job ends, or a slow mail server, then never delays scheduling, launches and exit reports.
+NOTIFICATIONS_QUEUE = "notifications"
+CELERY_TASK_ROUTES = {"notifications.tasks.*": {"queue": NOTIFICATIONS_QUEUE}}
 # Seconds between two passes of each node agent (exits, deadlines, heartbeats).
 TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECONDS", "2"))
 # A poll not run by then is dropped; longer than a busy (or file-system) broker's delivery.
