@@ -31,7 +31,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.scratch import ROOT, django_setup, scratch_database  # noqa: E402
-from bench.start_overhead import child_env, spawn, stop, wait_for  # noqa: E402
+from bench.start_overhead import (  # noqa: E402
+    child_env,
+    spawn,
+    spawn_notifications_worker,
+    stop,
+    wait_for,
+)
 
 TARGET_P95_MS = 300
 
@@ -171,6 +177,7 @@ def run(args, roots: Path, users_file: Path) -> list[dict]:
     worker += ["--schedule", str(roots / "beat"), "--concurrency", "2", "--loglevel", "INFO"]
     worker += ["--without-gossip", "--without-mingle", "--hostname", "load@%h"]
     processes = [spawn(gunicorn, env, roots / "web.log"), spawn(worker, env, roots / "worker.log")]
+    processes.append(spawn_notifications_worker(env, roots / "notify.log"))
     try:
         wait_for(lambda: "ready." in (roots / "worker.log").read_text(), 60, "the worker")
         wait_for(lambda: "Booting worker" in (roots / "web.log").read_text(), 60, "gunicorn")

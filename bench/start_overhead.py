@@ -200,9 +200,16 @@ def child_env(roots: Path, poll: float) -> dict[str, str]:
     }
 
 
-def spawn(argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def spawn_notifications_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    """The notifications queue's own worker, at a lower CPU priority, as in the Procfile."""
+    argv = ["-m", "celery", "-A", "trainyard", "worker", "-Q", "notifications"]
+    argv += ["--concurrency", "1", "--loglevel", "INFO", "--without-gossip", "--without-mingle"]
+    return spawn([*argv, "--hostname", "notify@%h"], env, log, nice=10)
+
+
+def spawn(argv: list[str], env: dict[str, str], log: Path, nice: int = 0) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, *argv],
+        ["nice", "-n", str(nice), sys.executable, *argv] if nice else [sys.executable, *argv],
         cwd=ROOT,
         env=env,
         stdout=log.open("w"),

@@ -32,7 +32,7 @@ def sent(user, kind: str) -> bool:
 def test_a_committed_job_end_is_mailed_once_by_the_worker(start_celery_worker, tmp_path):
     owner = UserFactory(username="owner", email="owner@example.com")
     job = JobFactory(owner=owner)
-    start_celery_worker(queues="celery", env={"EMAIL_HOST": ""})  # console mail
+    start_celery_worker(queues="notifications", env={"EMAIL_HOST": ""})  # console mail
 
     move(job, *PATHS[Job.State.SUCCEEDED])  # each move commits: autocommit
     wait_for(lambda: sent(owner, Kind.SUCCEEDED))
@@ -51,7 +51,7 @@ def test_the_beat_task_finds_a_long_wait_and_the_worker_mails_it(start_celery_wo
     NotificationSettings.objects.create(user=owner, long_wait_email=True)
     job = JobFactory(owner=owner, state=Job.State.QUOTA_WAIT)
     Job.objects.filter(pk=job.pk).update(submitted_at=timezone.now() - timedelta(minutes=31))
-    start_celery_worker(queues="celery", env={"EMAIL_HOST": ""})
+    start_celery_worker(queues="notifications", env={"EMAIL_HOST": ""})
 
     notify_long_waits.delay()
     notify_long_waits.delay()
@@ -60,3 +60,17 @@ def test_the_beat_task_finds_a_long_wait_and_the_worker_mails_it(start_celery_wo
 
     log = (tmp_path / "worker-0.log").read_text()
     assert log.count(f"Subject: [Trainyard] Job #{job.pk} {job.name} has waited over 30") == 1
+
+
+def test_notification_tasks_go_to_their_own_queue_and_scheduling_stays_apart():
+    from trainyard.celery import app
+
+    for name in (
+        "notifications.tasks.notify_job_event",
+        "notifications.tasks.notify_free_hours",
+        "notifications.tasks.notify_long_waits",
+        "notifications.tasks.send_notification_email",
+    ):
+        assert app.amqp.router.route({}, name)["queue"].name == "notifications"
+    for name in ("jobs.tasks.schedule_pass", "jobs.slurm.report", "jobs.slurm.submit"):
+        assert app.amqp.router.route({}, name)["queue"].name == "celery"
