@@ -25,6 +25,7 @@ import argparse
 import http.client
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -40,7 +41,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
-from bench.start_overhead import child_env, kill_replicas, spawn, stop, wait_for  # noqa: E402
+from bench.start_overhead import (  # noqa: E402
+    child_env,
+    kill_replicas,
+    spawn,
+    spawn_notifications_worker,
+    stop,
+    wait_for,
+)
 
 SLURM_DEV = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
 CONF = ROOT / "var" / "slurm-dev" / "etc" / "slurm.conf"
@@ -64,6 +72,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--poll", type=float, default=0.5, help="Slurm tracking and local agent poll (s)"
+    )
+    parser.add_argument(
+        "--ways", default="abc", help="which of (a), (b), (c) to run; (a) always runs"
     )
     args = parser.parse_args()
 
@@ -96,13 +107,15 @@ def main() -> None:
         env = trainyard_env(args, roots, prefix)
         token, slurm_nodes = cast()
         port = start_trainyard(env, roots, processes)
-        results["b"] = run_api(args, port, token, "b")
-        local_nodes = switch_to_local(slurm_nodes)
-        agent = ["manage.py", "run_agent", "--concurrency", "4"]
-        agent += [arg for node in local_nodes for arg in ("--node", node)]
-        processes.append(spawn(agent, env, roots / "agent.log"))
-        wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
-        results["c"] = run_api(args, port, token, "c")
+        if "b" in args.ways:
+            results["b"] = run_api(args, port, token, "b")
+        if "c" in args.ways:
+            local_nodes = switch_to_local(slurm_nodes)
+            agent = ["manage.py", "run_agent", "--concurrency", "4"]
+            agent += [arg for node in local_nodes for arg in ("--node", node)]
+            processes.append(spawn(agent, env, roots / "agent.log"))
+            wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
+            results["c"] = run_api(args, port, token, "c")
         report(args, results)
     finally:
         for process in processes:
@@ -156,7 +169,10 @@ def trainyard_env(args, roots: Path, prefix: str) -> dict[str, str]:
         "TRAINYARD_SLURM_CONF": str(CONF),
         "TRAINYARD_SLURM_JOB_PREFIX": prefix,
         "TRAINYARD_SLURM_TRACK_SECONDS": str(args.poll),
-        "DEBUG": "1",
+        # Production settings: with DEBUG on, every process also keeps every query it ran.
+        "DEBUG": "0",
+        "SECRET_KEY": secrets.token_urlsafe(50),
+        "ALLOWED_HOSTS": "127.0.0.1",
     }
 
 
@@ -203,6 +219,7 @@ def start_trainyard(env: dict[str, str], roots: Path, processes: list) -> int:
     worker += ["--schedule", str(roots / "beat"), "--concurrency", "4", "--loglevel", "INFO"]
     worker += ["--without-gossip", "--without-mingle", "--hostname", "central@%h"]
     processes.append(spawn(worker, env, roots / "central.log"))
+    processes.append(spawn_notifications_worker(env, roots / "notify.log"))
     wait_for(lambda: "ready." in (roots / "central.log").read_text(), 60, "the worker")
     wait_for(lambda: "Booting worker" in (roots / "web.log").read_text(), 60, "gunicorn")
     return port
@@ -226,6 +243,7 @@ def run_api(args, port: int, token: str, label: str) -> Result:
             "resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 1},
         }
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        headers["X-Forwarded-Proto"] = "https"  # as the TLS proxy in front of it says
         at = time.time()
         local.connection.request("POST", "/api/v1/jobs", json.dumps(body), headers)
         response = local.connection.getresponse()
@@ -366,7 +384,7 @@ def report(args, results: dict[str, Result]) -> None:
             f"{titles[key]:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
             f"{result.median_delay_s:16.2f}{result.started:9d}"
         )
-    for key in ("b", "c"):
+    for key in sorted(set(results) - {"a"}):
         result = results[key]
         print(
             f"({key})/(a): wall {result.wall_s / a.wall_s:.2f}, "
