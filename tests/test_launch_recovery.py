@@ -74,3 +74,29 @@ def test_a_stop_asked_of_an_unlaunched_job_is_carried_out_through_the_relaunch(s
     job.refresh_from_db()
     assert job.state == Job.State.STOPPED
     assert ReplicaAttempt.objects.get(pk=attempt_id).reason == "Stopped before it started."
+
+
+def test_the_jobs_a_pass_started_are_launched_together_in_a_fixed_number_of_queries(
+    django_assert_max_num_queries, monkeypatch
+):
+    from jobs.execution import launch
+
+    started: list[list[int]] = []
+    monkeypatch.setattr(
+        launch, "executor_for", lambda name: type("E", (), {"start_attempts": started.append})()
+    )
+    jobs = [placed_job() for _ in range(12)]
+    waiting = cpu_job("true")
+    retried = placed_job(attempt=2)
+    old = retried.replica_set.get()
+    ReplicaAttempt.objects.create(
+        replica=old, number=1, node=old.node, state=ReplicaAttempt.State.FAILED
+    )
+    with django_assert_max_num_queries(6):
+        launch.jobs_launch([job.pk for job in [*jobs, retried]] + [waiting.pk])
+    assert [attempt_numbers(job) for job in jobs] == [[1]] * 12
+    assert attempt_numbers(retried) == [1, 2] and attempt_numbers(waiting) == []
+    # One hand-over per job attempt (a Slurm job each); launching again creates nothing.
+    assert len(started) == 13 and all(len(ids) == 1 for ids in started)
+    launch.jobs_launch([job.pk for job in jobs])
+    assert [attempt_numbers(job) for job in jobs] == [[1]] * 12

@@ -29,20 +29,47 @@ def job_launch(job_id: int) -> list[int]:
     Idempotent: attempts already created for ``job.attempt`` are reused, and
     executors ignore a start for an attempt they already run.
     """
+    return jobs_launch([job_id])
+
+
+def jobs_launch(job_ids: list[int]) -> list[int]:
+    """``job_launch`` for every job a pass started, in a fixed number of queries.
+
+    The jobs' rows are locked in id order (as every path locks a job before its
+    attempts), so a stop or an exit report of one of them waits for this; each
+    job attempt is then handed to its executors on its own, as one Slurm job.
+    """
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job_id)
-        if job.state != Job.State.STARTING:
-            return []
-        replicas = list(Replica.objects.filter(job=job).select_related("node"))
-        attempt_ids_by_executor: dict[str, list[int]] = defaultdict(list)
+        jobs = {
+            job.pk: job
+            for job in Job.objects.select_for_update()
+            .filter(pk__in=job_ids, state=Job.State.STARTING)
+            .order_by("pk")
+        }
+        replicas = list(
+            Replica.objects.filter(job__in=list(jobs))
+            .select_related("node")
+            .order_by("job", "index")
+        )
+        existing = {
+            (attempt.replica_id, attempt.number): attempt
+            for attempt in ReplicaAttempt.objects.filter(replica__in=replicas)
+        }
+        attempts = []
         for replica in replicas:
-            attempt, _created = ReplicaAttempt.objects.get_or_create(
-                replica=replica, number=job.attempt, defaults={"node": replica.node}
+            key = (replica.pk, jobs[replica.job_id].attempt)
+            attempt = existing.get(key) or ReplicaAttempt(
+                replica=replica, number=key[1], node=replica.node
             )
-            attempt_ids_by_executor[replica.node.executor].append(attempt.pk)
-    for executor_name, attempt_ids in attempt_ids_by_executor.items():
-        executor_for(executor_name).start_attempts(attempt_ids)
-    return [pk for ids in attempt_ids_by_executor.values() for pk in ids]
+            attempts.append((replica, attempt))
+        ReplicaAttempt.objects.bulk_create([a for _r, a in attempts if a.pk is None])
+    by_job: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for replica, attempt in attempts:
+        by_job[replica.job_id][replica.node.executor].append(attempt.pk)
+    for executors in by_job.values():
+        for executor_name, attempt_ids in executors.items():
+            executor_for(executor_name).start_attempts(attempt_ids)
+    return [attempt.pk for _replica, attempt in attempts]
 
 
 def lost_launches_retry(*, now: datetime | None = None) -> list[int]:

@@ -73,9 +73,15 @@ def run_pass(*, launch: bool = True) -> PassReport:
 
 
 def launch_started(job_ids: list[int]) -> None:
-    """Hand each started job to execution; one failing launch does not stop the others."""
-    from jobs.execution.launch import job_launch
+    """Hand the started jobs to execution together; if that fails, each on its own, so
+    that one failing launch does not stop the others."""
+    from jobs.execution.launch import job_launch, jobs_launch
 
+    try:
+        jobs_launch(job_ids)
+        return
+    except Exception:
+        logger.exception("launching jobs %s together failed; launching each alone", job_ids)
     for job_id in job_ids:
         try:
             job_launch(job_id)
