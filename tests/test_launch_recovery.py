@@ -100,3 +100,30 @@ def test_the_jobs_a_pass_started_are_launched_together_in_a_fixed_number_of_quer
     assert len(started) == 13 and all(len(ids) == 1 for ids in started)
     launch.jobs_launch([job.pk for job in jobs])
     assert [attempt_numbers(job) for job in jobs] == [[1]] * 12
+
+
+def test_a_launch_that_fails_stops_no_other_job(monkeypatch):
+    from jobs.execution import launch
+
+    first, broken, last = placed_job(), placed_job(), placed_job()
+    broken_attempts: set[int] = set()
+    started: list[int] = []
+
+    def start_attempts(attempt_ids: list[int]) -> None:
+        if set(attempt_ids) & broken_attempts:
+            raise RuntimeError("executor down for this one")
+        started.extend(attempt_ids)
+
+    monkeypatch.setattr(
+        launch,
+        "executor_for",
+        lambda name: type("E", (), {"start_attempts": staticmethod(start_attempts)})(),
+    )
+    broken_replica = broken.replica_set.get()
+    broken_attempts.add(
+        ReplicaAttempt.objects.create(replica=broken_replica, number=1, node=broken_replica.node).pk
+    )
+    assert launch.launch_each([first.pk, broken.pk, last.pk]) == [first.pk, last.pk]
+    assert attempt_numbers(last) == [1]
+    last_attempt = ReplicaAttempt.objects.get(replica__job=last)
+    assert last_attempt.pk in started

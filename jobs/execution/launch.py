@@ -72,6 +72,27 @@ def jobs_launch(job_ids: list[int]) -> list[int]:
     return [attempt.pk for _replica, attempt in attempts]
 
 
+def launch_each(job_ids: list[int]) -> list[int]:
+    """Launch the jobs together; if that fails, each on its own, so that one failing
+    launch does not stop the others. Returns the ids whose launch did not fail."""
+    if not job_ids:
+        return []
+    try:
+        jobs_launch(job_ids)
+        return list(job_ids)
+    except Exception:
+        logger.exception("launching jobs %s together failed; launching each alone", job_ids)
+    launched = []
+    for job_id in job_ids:
+        try:
+            job_launch(job_id)
+        except Exception:
+            logger.exception("launching job %s failed", job_id)
+            continue
+        launched.append(job_id)
+    return launched
+
+
 def lost_launches_retry(*, now: datetime | None = None) -> list[int]:
     """Launch the starting jobs whose launch never created their attempts; return their ids.
 
@@ -87,23 +108,16 @@ def lost_launches_retry(*, now: datetime | None = None) -> list[int]:
         replica__job=OuterRef("pk"), number=OuterRef("attempt")
     )
     recent_events = JobEvent.objects.filter(job=OuterRef("pk"), created_at__gte=cutoff)
-    lost = (
+    lost = list(
         Job.objects.filter(state=Job.State.STARTING)
         .exclude(Exists(current_attempts))
         .exclude(Exists(recent_events))
         .order_by("pk")
         .values_list("pk", flat=True)[:RELAUNCH_BATCH]
     )
-    relaunched = []
-    for job_id in lost:
-        logger.warning("job %s was left starting without its attempts; launching it again", job_id)
-        try:
-            job_launch(job_id)
-        except Exception:
-            logger.exception("launching job %s again failed", job_id)
-            continue
-        relaunched.append(job_id)
-    return relaunched
+    if lost:
+        logger.warning("jobs %s were left starting without their attempts; launching again", lost)
+    return launch_each(lost)
 
 
 def job_stop_attempts(*, job_id: int, reason: str) -> None:

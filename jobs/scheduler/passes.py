@@ -73,20 +73,10 @@ def run_pass(*, launch: bool = True) -> PassReport:
 
 
 def launch_started(job_ids: list[int]) -> None:
-    """Hand the started jobs to execution together; if that fails, each on its own, so
-    that one failing launch does not stop the others."""
-    from jobs.execution.launch import job_launch, jobs_launch
+    """Hand the started jobs to execution (``launch_each``: one failure stops no other)."""
+    from jobs.execution.launch import launch_each
 
-    try:
-        jobs_launch(job_ids)
-        return
-    except Exception:
-        logger.exception("launching jobs %s together failed; launching each alone", job_ids)
-    for job_id in job_ids:
-        try:
-            job_launch(job_id)
-        except Exception:
-            logger.exception("launching job %s failed", job_id)
+    launch_each(job_ids)
 
 
 def _acquire_pass_lock() -> None:
