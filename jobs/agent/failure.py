@@ -40,14 +40,16 @@ def failure_reason(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: di
     full = disk_full_reason(folder.node_name, [output, folder.path])
     if full:
         causes.append(full)
-    causes.append(
-        _("Exited with %(summary)s. Last lines of the log:\n%(tail)s")
-        % {
-            "summary": exit_info["summary"],
-            "tail": log_tail(folder.log, lines=FAILURE_TAIL_LINES),
-        }
-    )
+    causes.append(exited_reason(exit_info["summary"], folder.log))
     return " ".join(causes)
+
+
+def exited_reason(summary: str, log: Path) -> str:
+    """The exit as the runner worded it, and the log's last lines (both executors)."""
+    return _("Exited with %(summary)s. Last lines of the log:\n%(tail)s") % {
+        "summary": summary,
+        "tail": log_tail(log, lines=FAILURE_TAIL_LINES),
+    }
 
 
 def disk_full_reason(node_name: str, paths: list[Path]) -> str:

@@ -27,13 +27,11 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from jobs.execution.files import log_tail
 from jobs.models import ReplicaAttempt
 
 from .cli import SlurmJob
 
 State = ReplicaAttempt.State
-FAILURE_TAIL_LINES = 20
 
 PENDING = frozenset(
     {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
@@ -133,11 +131,10 @@ def max_runtime_reason(minutes: int | None) -> str:
 
 
 def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> str:
+    from jobs.agent.failure import exited_reason
+
     summary = record.exit["summary"] if record.exit else describe_exit(exit_code)
-    return _("Exited with %(summary)s. Last lines of the log:\n%(tail)s") % {
-        "summary": summary,
-        "tail": log_tail(record.log, lines=FAILURE_TAIL_LINES),
-    }
+    return exited_reason(summary, record.log)
 
 
 def describe_exit(exit_code: int | None) -> str:
