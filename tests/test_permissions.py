@@ -27,6 +27,8 @@ pytestmark = pytest.mark.django_db
 
 LOGIN = "login"  # 302 to the site's log-in page
 ADMIN_LOGIN = "admin-login"  # 302 to the admin's log-in page (signed in, not staff)
+# Everyone but staff (anonymous, then signed in without staff): the admin's own pages.
+NOT_STAFF = (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN)
 SIGNED_IN_ONLY = (LOGIN, 200, 200, 200, 200)
 PROJECT_ONLY = (LOGIN, 404, 200, 200, 404)  # a job's page: its owner and project members
 STAFF_ONLY = (LOGIN, 403, 403, 403, 200)
@@ -106,34 +108,20 @@ PAGES: dict[str, list[Case]] = {
     "healthz": [Case("GET", "/healthz", EVERYONE)],
     "favicon.ico": [Case("GET", "/favicon.ico", (LOGIN, 302, 302, 302, 302))],
     # The admin's own pages (the per-model ones follow from the registry).
-    "admin/": [Case("GET", "/admin/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200))],
+    "admin/": [Case("GET", "/admin/", (*NOT_STAFF, 200))],
     # Signed in but not staff: the admin's log-in page says so (and is throttled like ours).
     "admin/login/": [Case("GET", "/admin/login/", (LOGIN, 200, 200, 200, 302))],
-    "admin/password_change/": [
-        Case("GET", "/admin/password_change/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200))
-    ],
-    "admin/password_change/done/": [
-        Case(
-            "GET",
-            "/admin/password_change/done/",
-            (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200),
-        )
-    ],
-    "admin/autocomplete/": [
-        Case("GET", "/admin/autocomplete/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 403))
-    ],
-    "admin/jsi18n/": [
-        Case("GET", "/admin/jsi18n/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200))
-    ],
+    "admin/password_change/": [Case("GET", "/admin/password_change/", (*NOT_STAFF, 200))],
+    "admin/password_change/done/": [Case("GET", "/admin/password_change/done/", (*NOT_STAFF, 200))],
+    "admin/autocomplete/": [Case("GET", "/admin/autocomplete/", (*NOT_STAFF, 403))],
+    "admin/jsi18n/": [Case("GET", "/admin/jsi18n/", (*NOT_STAFF, 200))],
     "admin/r/<path:content_type_id>/<path:object_id>/": [
-        Case("GET", "/admin/r/0/0/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404))
+        Case("GET", "/admin/r/0/0/", (*NOT_STAFF, 404))
     ],
     "admin/^(?P<app_label>auth|resources|jobs|billing|notifications|axes)/$": [
-        Case("GET", "/admin/jobs/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200))
+        Case("GET", "/admin/jobs/", (*NOT_STAFF, 200))
     ],
-    "admin/(?P<url>.*)$": [
-        Case("GET", "/admin/no-such-page/", (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404))
-    ],
+    "admin/(?P<url>.*)$": [Case("GET", "/admin/no-such-page/", (*NOT_STAFF, 404))],
     # Last: what revokes and signs out. Nobody revokes another's token ("no such token").
     "profile/tokens/<int:token_id>/revoke/": [
         Case("POST", "/profile/tokens/{token}/revoke/", (LOGIN, 302, 302, 302, 302))
@@ -183,10 +171,13 @@ API: dict[tuple[str, str], list[Case]] = {
 }
 
 # Admin models whose ModelAdmin refuses an action to everyone (staff get 403).
-ADMIN_NO_ADD = {"resources.sitesettings", "axes.accessattempt", "axes.accesslog"}
-ADMIN_NO_ADD |= {"axes.accessfailurelog"}
+ADMIN_NO_ADD = {
+    "resources.sitesettings",
+    "axes.accessattempt",
+    "axes.accesslog",
+    "axes.accessfailurelog",
+}
 ADMIN_NO_DELETE = {"resources.sitesettings", "billing.usagerecord"}
-NOT_STAFF = (LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN)
 
 
 def admin_cases() -> dict[str, list[Case]]:
