@@ -1,13 +1,17 @@
-"""Slurm side by side: the same one-card `sleep 1` jobs three ways, on the same machine.
+"""Slurm side by side: the same one-card `sleep 1` jobs four ways, on the same machine.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \\
-        .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5]
+        .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5] \\
+        [--ways abcd] [--reaction 0]
 
 (a) straight to Slurm: ``sbatch`` from here, one card, 12 CPUs and 56 GiB each;
 (b) through Trainyard's API (gunicorn) with the Slurm executor on the 4-node
     development cluster (``deploy/slurm-dev``, started if it is down);
 (c) through Trainyard's API with the local executor, on 4 local nodes of the
-    same size (``manage.py run_agent``, bubblewrap where installed).
+    same size (``manage.py run_agent``, bubblewrap where installed);
+(d) ``sbatch`` from here again, but each job only when a card frees, by a loop
+    that does nothing else (``bench/slurm_sbatch.py``): the floor of (b) for
+    any scheduler that places a job on a free card and then submits it.
 
 Every job writes the time it started (``date +%s.%N``) and sleeps 1 s (``--sleep``). For each
 way it prints the wall time from the first submission until every job ended,
@@ -34,13 +38,18 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
+from bench.slurm_sbatch import (  # noqa: E402
+    Result,
+    run_all_at_once,
+    run_when_free,
+    summarize,
+)
 from bench.start_overhead import (  # noqa: E402
     child_env,
     kill_replicas,
@@ -55,14 +64,6 @@ CONF = ROOT / "var" / "slurm-dev" / "etc" / "slurm.conf"
 COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep {sleep}'
 
 
-@dataclass
-class Result:
-    wall_s: float
-    starts_per_s: float
-    median_delay_s: float
-    started: int
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=500)
@@ -74,7 +75,13 @@ def main() -> None:
         "--poll", type=float, default=0.5, help="Slurm tracking and local agent poll (s)"
     )
     parser.add_argument(
-        "--ways", default="abc", help="which of (a), (b), (c) to run; (a) always runs"
+        "--ways", default="abcd", help="which of (a), (b), (c), (d) to run; (a) always runs"
+    )
+    parser.add_argument(
+        "--reaction",
+        type=float,
+        default=0,
+        help="(d)'s wait from a job's end to its successor's sbatch (s)",
     )
     args = parser.parse_args()
 
@@ -103,7 +110,9 @@ def main() -> None:
     settings.TRAINYARD_DATA_ROOT = roots / "data"
     processes: list[subprocess.Popen] = []
     try:
-        results = {"a": run_sbatch(args, roots / "a")}
+        results = {"a": run_all_at_once(args, roots / "a", conf=CONF, in_parallel=in_parallel)}
+        if "d" in args.ways:
+            results["d"] = run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)
         env = trainyard_env(args, roots, prefix)
         token, slurm_nodes = cast()
         port = start_trainyard(env, roots, processes)
@@ -125,40 +134,6 @@ def main() -> None:
         connection.creation.destroy_test_db(old_name, verbosity=0)
         if started_cluster:
             subprocess.run([SLURM_DEV, "stop"], capture_output=True)
-
-
-def run_sbatch(args, folder: Path) -> Result:
-    """(a): ``sbatch`` straight, with the resources Trainyard asks for one V100."""
-    folder.mkdir(parents=True)
-    name = f"bench-{folder.parent.name}"
-    env = {"PATH": os.defpath, "SLURM_CONF": str(CONF)}
-    submitted: dict[int, float] = {}
-
-    def submit(index: int) -> None:
-        submitted[index] = time.time()
-        command = f"date +%s.%N > {folder}/start.{index}; sleep {args.sleep:g}"
-        argv = ["sbatch", "--parsable", f"--job-name={name}", "--partition=trainyard"]
-        argv += ["--gres=gpu:v100:1", "--cpus-per-task=12", "--mem=57344M", "--output=/dev/null"]
-        subprocess.run([*argv, f"--wrap={command}"], env=env, check=True, capture_output=True)
-
-    began = time.time()
-    in_parallel(args.jobs, args.clients, submit)
-    print(f"(a) {args.jobs} submitted with sbatch in {time.time() - began:.1f} s")
-
-    def all_ended() -> bool:
-        queued = subprocess.run(
-            ["squeue", "--noheader", f"--name={name}", "--states=PD,CF,R,CG", "--format=%i"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        return not queued.strip()
-
-    wait_for(all_ended, 3600, "the sbatch jobs")
-    ended = time.time()
-    starts = {i: float((folder / f"start.{i}").read_text()) for i in submitted}
-    return summarize(began, ended, submitted, starts)
 
 
 def trainyard_env(args, roots: Path, prefix: str) -> dict[str, str]:
@@ -344,17 +319,6 @@ def in_parallel(count: int, clients: int, submit) -> None:
         raise errors[0]
 
 
-def summarize(began: float, ended: float, submitted: dict, starts: dict) -> Result:
-    delays = [starts[key] - submitted[key] for key in starts]
-    last_start = max(starts.values()) if starts else ended
-    return Result(
-        wall_s=ended - began,
-        starts_per_s=len(starts) / (last_start - began),
-        median_delay_s=statistics.median(delays) if delays else float("nan"),
-        started=len(starts),
-    )
-
-
 def cancel_slurm_jobs(prefixes: list[str]) -> None:
     from jobs.execution.slurm import cli
 
@@ -377,6 +341,7 @@ def report(args, results: dict[str, Result]) -> None:
         "a": "(a) sbatch straight",
         "b": "(b) Trainyard API, Slurm executor",
         "c": "(c) Trainyard API, local executor",
+        "d": f"(d) sbatch when a card frees, +{args.reaction:g} s",
     }
     print(f"{'':38}{'wall s':>9}{'starts/s':>10}{'median delay s':>16}{'started':>9}")
     for key, result in results.items():
@@ -391,6 +356,9 @@ def report(args, results: dict[str, Result]) -> None:
             f"starts/s {result.starts_per_s / a.starts_per_s:.2f}, "
             f"median delay {result.median_delay_s / a.median_delay_s:.2f}"
         )
+    if "b" in results and "d" in results:
+        b, d = results["b"], results["d"]
+        print(f"(b)/(d): wall {b.wall_s / d.wall_s:.2f}  (Trainyard's own part of (b)/(a))")
 
 
 if __name__ == "__main__":
