@@ -3,9 +3,9 @@
 import os
 import re
 import signal
-import time
 from datetime import timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -14,6 +14,7 @@ from django.db import connection
 from billing.models import UsageRecord
 from billing.services import account_enable_billing, account_for_user, usage_accrue
 from billing.tasks import accrue_usage
+from tests.agent_support import wait_until
 from tests.billing_cast import (
     T0,
     attempt_of,
@@ -27,16 +28,6 @@ from tests.conftest import database_url_for_subprocess
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.integration
-WAIT_SECONDS = 60
-
-
-def wait_until(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class AccountLock:
@@ -98,12 +89,18 @@ def test_two_runs_at_once_bill_each_second_once(start_celery_worker, tmp_path, a
         accrue_usage.delay()
         accrue_usage.delay()
         log = tmp_path / "worker-0.log"
-        wait_until(lambda: accruals_in_log(log, "received") >= 2, "two tasks received")
+        wait_until(lambda: accruals_in_log(log, "received") >= 2, what="two tasks received")
         if lock.postgres:
-            wait_until(lambda: lock.waiting_backends() >= 2, "both runs waiting on the account")
+            wait_until(
+                lambda: lock.waiting_backends() >= 2, what="both runs waiting on the account"
+            )
     finally:
         lock.release()
-    wait_until(lambda: accruals_in_log(log, "succeeded") >= 2, "both runs done\n" + log.read_text())
+    wait_until(
+        lambda: accruals_in_log(log, "succeeded") >= 2,
+        what="both runs done",
+        proc=SimpleNamespace(logs=log.read_text),
+    )
 
     rows = ledger(job=job)
     assert seconds_covered(rows) == 30 * 60
@@ -122,11 +119,11 @@ def test_a_worker_killed_mid_run_leaves_each_second_billed_once_after_the_rerun(
         worker = start_celery_worker(queues="celery", concurrency=1)
         accrue_usage.delay()
         log = tmp_path / "worker-0.log"
-        wait_until(lambda: accruals_in_log(log, "received") >= 1, "task received")
+        wait_until(lambda: accruals_in_log(log, "received") >= 1, what="task received")
         if lock.postgres:
             # The first account is committed, the second is in progress when the worker dies.
-            wait_until(lambda: ledger(job=first_job), "first account accrued")
-            wait_until(lambda: lock.waiting_backends() >= 1, "second account waiting")
+            wait_until(lambda: ledger(job=first_job), what="first account accrued")
+            wait_until(lambda: lock.waiting_backends() >= 1, what="second account waiting")
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
     finally:

@@ -9,20 +9,12 @@ from django.utils import timezone
 from jobs.models import Job
 from notifications.models import Kind, Notification, NotificationSettings
 from notifications.tasks import notify_job_event, notify_long_waits
+from tests.agent_support import wait_until
 from tests.factories import JobFactory, UserFactory
 from tests.notification_support import PATHS, last_event, move
 
 pytestmark = pytest.mark.integration
 Email = Notification.Email
-
-
-def wait_for(condition, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError("the worker did not get there in time")
 
 
 def sent(user, kind: str) -> bool:
@@ -35,9 +27,13 @@ def test_a_committed_job_end_is_mailed_once_by_the_worker(start_celery_worker, t
     start_celery_worker(queues="notifications", env={"EMAIL_HOST": ""})  # console mail
 
     move(job, *PATHS[Job.State.SUCCEEDED])  # each move commits: autocommit
-    wait_for(lambda: sent(owner, Kind.SUCCEEDED))
+    wait_until(lambda: sent(owner, Kind.SUCCEEDED), what="the end mailed", timeout=30)
     notify_job_event.delay(last_event(job).pk)  # a redelivered task
-    wait_for(lambda: Notification.objects.filter(user=owner, kind=Kind.STARTED).exists())
+    wait_until(
+        lambda: Notification.objects.filter(user=owner, kind=Kind.STARTED).exists(),
+        what="the start notified",
+        timeout=30,
+    )
     time.sleep(2)
 
     log = (tmp_path / "worker-0.log").read_text()
@@ -55,7 +51,7 @@ def test_the_beat_task_finds_a_long_wait_and_the_worker_mails_it(start_celery_wo
 
     notify_long_waits.delay()
     notify_long_waits.delay()
-    wait_for(lambda: sent(owner, Kind.LONG_WAIT))
+    wait_until(lambda: sent(owner, Kind.LONG_WAIT), what="the long wait mailed", timeout=30)
     time.sleep(2)
 
     log = (tmp_path / "worker-0.log").read_text()

@@ -1,23 +1,13 @@
 """Submit → a pass on a real Celery worker → starting, with the launch sent to the node."""
 
-import time
-
 import pytest
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.submit import job_submit
+from tests.agent_support import wait_until
 from tests.job_site import build_site, job_body
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(condition, seconds: float = 60) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_a_submitted_job_is_started_by_the_worker_and_launched(start_celery_worker, project, owner):
@@ -26,8 +16,11 @@ def test_a_submitted_job_is_started_by_the_worker_and_launched(start_celery_work
 
     job = job_submit(user=owner, data=job_body(ports=[8888]))
 
-    assert wait_for(lambda: Job.objects.get(pk=job.pk).state == Job.State.STARTING)
+    wait_until(lambda: Job.objects.get(pk=job.pk).state == Job.State.STARTING, what="starting")
     job = Job.objects.get(pk=job.pk)
     assert job.state_reason.startswith("Starting on v100-")
     # The launch ran on commit of the pass: the attempt exists for the node agent.
-    assert wait_for(lambda: ReplicaAttempt.objects.filter(replica__job=job, number=1).exists())
+    wait_until(
+        lambda: ReplicaAttempt.objects.filter(replica__job=job, number=1).exists(),
+        what="the launch's attempt",
+    )
