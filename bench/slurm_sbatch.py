@@ -9,8 +9,12 @@
     job writes an end file when its command ends (as Trainyard's replica
     script writes ``exit.json``); the loop sees it within 10 ms, waits
     ``reaction`` seconds (0: a scheduler that costs nothing) and submits the
-    next job, pinned to the same node. So (d)/(a) is the floor of (b)/(a)
-    for that design, and (b)/(d) is what Trainyard itself adds.
+    next job, pinned to the same node. So (d) with no reaction is the floor
+    of (b) for that design. It wins only when its ``sbatch`` reaches
+    ``slurmctld`` before the ended job's epilog completes (Slurm then starts
+    the new job at once); when it loses, the job waits for the next
+    background pass, about a second. ``--reaction`` shows how fast a
+    scheduler must submit for the first case.
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ def report(args, results: dict[str, Result]) -> None:
         )
     if "b" in results and "d" in results:
         b, d = results["b"], results["d"]
-        print(f"(b)/(d): wall {b.wall_s / d.wall_s:.2f}  (Trainyard's own part of (b)/(a))")
+        print(f"(b)/(d): wall {b.wall_s / d.wall_s:.2f}")
 
 
 if __name__ == "__main__":

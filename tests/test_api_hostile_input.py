@@ -4,6 +4,8 @@ PostgreSQL cannot store NUL in text or an offset past bigint; decimal
 formatting could not write 10^30 cores. Each is now a 4xx JSON answer.
 """
 
+import json
+
 import pytest
 
 from jobs.models import ApiToken
@@ -51,6 +53,14 @@ def test_nul_in_a_json_body_is_a_422_naming_the_field(api, body, fields):
     response = api.post("/api/v1/jobs", body, content_type=JSON)
     assert response.status_code == 422
     assert response.json() == {"errors": {field: NUL_MESSAGE for field in fields}}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
+def test_nul_in_a_json_body_of_another_encoding_is_a_422_too(api, encoding):
+    body = json.dumps(job_body(name="a\x00b")).encode(encoding)
+    response = api.post("/api/v1/jobs", body, content_type=JSON)
+    assert response.status_code == 422
+    assert response.json() == {"errors": {"name": NUL_MESSAGE}}
 
 
 @pytest.mark.parametrize(("name", "limit"), [("offset", 2**31 - 1), ("limit", 1000)])

@@ -68,12 +68,16 @@ def _fields_with_nul(request: HttpRequest) -> Iterator[str]:
     for key, values in request.GET.lists():
         if any("\x00" in value for value in values):
             yield key
-    if request.method in ("POST", "PUT", "PATCH") and request.body:
+    # In UTF-8 JSON a NUL can only be the escape \u0000 (a raw one is invalid JSON);
+    # UTF-16 and UTF-32 JSON, which json.loads reads too, hold zero bytes. A body with
+    # neither is not parsed twice.
+    body = request.body
+    if request.method in ("POST", "PUT", "PATCH") and (b"\\u0000" in body or b"\0" in body):
         try:
-            body = json.loads(request.body)
+            parsed = json.loads(body)
         except ValueError:
             return  # ninja answers 400 "Cannot parse request body"
-        yield from _paths_with_nul(body, "")
+        yield from _paths_with_nul(parsed, "")
 
 
 def _paths_with_nul(value: Any, path: str) -> Iterator[str]:
