@@ -1,7 +1,10 @@
 """The Slurm backend's pieces that need no cluster: states, names, scripts, parsing, gating."""
 
 import json
+import os
+import signal
 import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -299,6 +302,71 @@ def test_replica_script_runs_the_phase_with_exactly_its_environment(tmp_path):
     assert (exit["exit_code"], exit["summary"]) == (3, "exit code 3")
     assert json.loads((plan.attempt_folder / "phase-training.json").read_text())["node"] == "gpu01"
     assert "[trainyard] replica finished: exit code 3" in plan.log_path.read_text()
+
+
+def run_replica_script(tmp_path: Path, commands: list[str]):
+    """Start a generated replica script (one phase per command) in a session of its own."""
+    [plan] = plans(tmp_path, 1)
+    plan.attempt_folder.mkdir()
+    phases = []
+    for number, command in enumerate(commands):
+        (tmp_path / f"cmd{number}.sh").write_text(command)
+        phases.append((f"phase{number}", ["bash", str(tmp_path / f"cmd{number}.sh")]))
+    plan = scripts.ReplicaPlan(**{**plan.__dict__, "phases": phases})
+    text = scripts.replica_script(plan, shared={}, request=REQUEST, deadline_seconds=None)
+    env = {"SLURMD_NODENAME": "gpu01", "SLURM_JOB_ID": "9", "PATH": "/usr/bin:/bin"}
+    return plan, subprocess.Popen(["bash", "-c", text], env=env, start_new_session=True)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except FileNotFoundError:
+        return False
+
+
+def pids_written(path: Path) -> list[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists() and len(text := path.read_text().split()) == 2:
+            return [int(pid) for pid in text]
+        time.sleep(0.02)
+    raise AssertionError(f"the phase did not write {path}")
+
+
+def test_a_term_reaches_the_whole_phase_and_the_script_outlives_it(tmp_path):
+    """Slurm finds a phase's processes through this script (proctrack/linuxproc follows the
+    process tree): if the script died of TERM first, a process that missed the signal would
+    be orphaned out of Slurm's reach and run on, holding its card and ports."""
+    pids = tmp_path / "pids"
+    # The command's shell waits for a child, as a line running python does.
+    plan, script = run_replica_script(
+        tmp_path, [f"sleep 60 & echo $$ $! > {pids}.partial; mv {pids}.partial {pids}; wait\n"]
+    )
+    shell, child = pids_written(pids)
+    os.kill(script.pid, signal.SIGTERM)  # the script alone: the phase must get it from there
+    assert script.wait(timeout=10) == 143
+    assert not alive(shell) and not alive(child)
+    assert not (plan.attempt_folder / "exit.json").exists()  # Slurm's state decides
+    assert "[trainyard] replica stopped: Slurm sent TERM" in plan.log_path.read_text()
+
+
+def test_no_phase_starts_after_a_term(tmp_path):
+    pids = tmp_path / "pids"
+    second = tmp_path / "second-phase-ran"
+    # The first phase takes the TERM and exits 0: the script still must not go on.
+    plan, script = run_replica_script(
+        tmp_path,
+        [
+            f"trap 'exit 0' TERM; sleep 60 & echo $$ $! > {pids}.partial; mv {pids}.partial {pids}"
+            "; wait\n",
+            f"touch {second}\n",
+        ],
+    )
+    pids_written(pids)
+    os.kill(script.pid, signal.SIGTERM)
+    assert script.wait(timeout=10) == 143
+    assert not second.exists()
 
 
 def test_tool_errors_tell_an_unreachable_controller_from_a_refusal(tmp_path, settings):

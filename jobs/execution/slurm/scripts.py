@@ -92,6 +92,9 @@ def replica_script(
         _HELPERS,
         f"trap 'echo \"[trainyard] Slurm: the max run time ends in about "
         f"{request.warning_seconds} s.\"' USR1",
+        # This script outlives its phase, so that Slurm (which follows the process tree
+        # under proctrack/linuxproc) still finds the phase's processes to kill.
+        "trap on_term TERM",
         f'echo "[trainyard] job $TRAINYARD_JOB_ID replica {plan.index} attempt '
         f'{plan.attempt_number} on Slurm node $SLURMD_NODENAME (Slurm job $SLURM_JOB_ID)"',
     ]
@@ -108,17 +111,35 @@ _HELPERS = r"""now() { date -u +%Y-%m-%dT%H:%M:%S.%6N+00:00; }
 note() {  # name, JSON body: written whole, then renamed, as the local runner does
   printf '%s\n' "$2" >"$folder/$1.json.partial" && mv -f "$folder/$1.json.partial" "$folder/$1.json"
 }
-run_phase() {  # phase name, then the command; waits through the USR1 warning
+stopping=0 child=
+tree() {  # a process and everything under it
+  local pid
+  for pid in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$pid"; done
+  echo "$1"
+}
+on_term() {  # Slurm's TERM (a stop, the time limit, a failed peer): passed to the whole phase
+  stopping=1
+  if [ -n "$child" ]; then kill -TERM $(tree "$child") 2>/dev/null; fi
+}
+run_phase() {  # phase name, then the command; waits through the USR1 warning and a TERM
   local name=$1; shift
+  if [ "$stopping" = 1 ]; then stopped; fi
   note "phase-$name" "{\"started_at\": \"$(now)\", \"node\": \"$SLURMD_NODENAME\"}"
   "$@" </dev/null &
-  local child=$!
+  child=$!
+  if [ "$stopping" = 1 ]; then on_term; fi  # the TERM came while the phase was being started
   while :; do
     wait "$child"; status=$?
     if [ "$status" -gt 128 ] && kill -0 "$child" 2>/dev/null; then continue; fi
     break
   done
+  child=
+  if [ "$stopping" = 1 ]; then stopped; fi
   return "$status"
+}
+stopped() {  # no exit.json after a TERM: Slurm's own state says how the replica ended
+  echo "[trainyard] replica stopped: Slurm sent TERM"
+  exit 143
 }
 finish() {
   local code=${1:-1}
