@@ -68,11 +68,13 @@ def _fields_with_nul(request: HttpRequest) -> Iterator[str]:
     for key, values in request.GET.lists():
         if any("\x00" in value for value in values):
             yield key
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return
     # In UTF-8 JSON a NUL can only be the escape \u0000 (a raw one is invalid JSON);
     # UTF-16 and UTF-32 JSON, which json.loads reads too, hold zero bytes. A body with
     # neither is not parsed twice.
     body = request.body
-    if request.method in ("POST", "PUT", "PATCH") and (b"\\u0000" in body or b"\0" in body):
+    if b"\\u0000" in body or b"\0" in body:
         try:
             parsed = json.loads(body)
         except ValueError:
