@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,33 @@ def summarize(began: float, ended: float, submitted: dict, starts: dict) -> Resu
     )
 
 
-def run_all_at_once(args, folder: Path, *, conf: Path, in_parallel) -> Result:
+def in_parallel(count: int, clients: int, submit) -> None:
+    """``submit(i)`` for i < count, from ``clients`` threads at once; the first error is raised."""
+    indices = iter(range(count))
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        while True:
+            with lock:
+                index = next(indices, None)
+            if index is None or errors:
+                return
+            try:
+                submit(index)
+            except BaseException as error:  # reported after the threads end
+                errors.append(error)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+def run_all_at_once(args, folder: Path, *, conf: Path) -> Result:
     """(a): every job handed to Slurm at once, ``--clients`` submitting together."""
     batch = _Batch(args, folder, conf)
     submitted: dict[int, float] = {}

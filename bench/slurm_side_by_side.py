@@ -46,6 +46,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 from bench.slurm_sbatch import (  # noqa: E402
     Result,
+    in_parallel,
     run_all_at_once,
     run_when_free,
     summarize,
@@ -110,7 +111,7 @@ def main() -> None:
     settings.TRAINYARD_DATA_ROOT = roots / "data"
     processes: list[subprocess.Popen] = []
     try:
-        results = {"a": run_all_at_once(args, roots / "a", conf=CONF, in_parallel=in_parallel)}
+        results = {"a": run_all_at_once(args, roots / "a", conf=CONF)}
         if "d" in args.ways:
             results["d"] = run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)
         env = trainyard_env(args, roots, prefix)
@@ -292,31 +293,6 @@ def switch_to_local(slurm_nodes: list[str]) -> list[str]:
         node_sync_cards(node=local)
         names.append(local.name)
     return names
-
-
-def in_parallel(count: int, clients: int, submit) -> None:
-    indices = iter(range(count))
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def client() -> None:
-        while True:
-            with lock:
-                index = next(indices, None)
-            if index is None or errors:
-                return
-            try:
-                submit(index)
-            except BaseException as error:  # reported after the threads end
-                errors.append(error)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
 
 
 def cancel_slurm_jobs(prefixes: list[str]) -> None:
