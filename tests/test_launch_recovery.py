@@ -21,6 +21,14 @@ def placed_job(*, attempt: int = 1, **fields) -> Job:
     return job
 
 
+def fake_executor(monkeypatch, start_attempts) -> None:
+    """Every executor hands its attempts to ``start_attempts`` instead of a node or Slurm."""
+    from jobs.execution import launch
+
+    executor = type("FakeExecutor", (), {"start_attempts": staticmethod(start_attempts)})()
+    monkeypatch.setattr(launch, "executor_for", lambda name: executor)
+
+
 def later(seconds: float) -> timezone.datetime:
     return timezone.now() + timedelta(seconds=seconds)
 
@@ -82,9 +90,7 @@ def test_the_jobs_a_pass_started_are_launched_together_in_a_fixed_number_of_quer
     from jobs.execution import launch
 
     started: list[list[int]] = []
-    monkeypatch.setattr(
-        launch, "executor_for", lambda name: type("E", (), {"start_attempts": started.append})()
-    )
+    fake_executor(monkeypatch, started.append)
     jobs = [placed_job() for _ in range(12)]
     waiting = cpu_job("true")
     retried = placed_job(attempt=2)
@@ -114,11 +120,7 @@ def test_a_launch_that_fails_stops_no_other_job(monkeypatch):
             raise RuntimeError("executor down for this one")
         started.extend(attempt_ids)
 
-    monkeypatch.setattr(
-        launch,
-        "executor_for",
-        lambda name: type("E", (), {"start_attempts": staticmethod(start_attempts)})(),
-    )
+    fake_executor(monkeypatch, start_attempts)
     broken_replica = broken.replica_set.get()
     broken_attempts.add(
         ReplicaAttempt.objects.create(replica=broken_replica, number=1, node=broken_replica.node).pk
