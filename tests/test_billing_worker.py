@@ -5,7 +5,6 @@ import re
 import signal
 from datetime import timedelta
 from decimal import Decimal
-from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -26,6 +25,7 @@ from tests.billing_cast import (
 )
 from tests.conftest import database_url_for_subprocess
 from tests.factories import UserFactory
+from tests.faults.recovery import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -96,10 +96,8 @@ def test_two_runs_at_once_bill_each_second_once(start_celery_worker, tmp_path, a
             )
     finally:
         lock.release()
-    wait_until(
-        lambda: accruals_in_log(log, "succeeded") >= 2,
-        what="both runs done",
-        proc=SimpleNamespace(logs=log.read_text),
+    wait_for(
+        lambda: accruals_in_log(log, "succeeded") >= 2, what="both runs done", logs=log.read_text
     )
 
     rows = ledger(job=job)
