@@ -1,5 +1,6 @@
 """The Slurm backend's pieces that need no cluster: states, names, scripts, parsing, gating."""
 
+import contextlib
 import json
 import os
 import signal
@@ -304,18 +305,30 @@ def test_replica_script_runs_the_phase_with_exactly_its_environment(tmp_path):
     assert "[trainyard] replica finished: exit code 3" in plan.log_path.read_text()
 
 
-def run_replica_script(tmp_path: Path, commands: list[str]):
-    """Start a generated replica script (one phase per command) in a session of its own."""
-    [plan] = plans(tmp_path, 1)
-    plan.attempt_folder.mkdir()
-    phases = []
-    for number, command in enumerate(commands):
-        (tmp_path / f"cmd{number}.sh").write_text(command)
-        phases.append((f"phase{number}", ["bash", str(tmp_path / f"cmd{number}.sh")]))
-    plan = scripts.ReplicaPlan(**{**plan.__dict__, "phases": phases})
-    text = scripts.replica_script(plan, shared={}, request=REQUEST, deadline_seconds=None)
-    env = {"SLURMD_NODENAME": "gpu01", "SLURM_JOB_ID": "9", "PATH": "/usr/bin:/bin"}
-    return plan, subprocess.Popen(["bash", "-c", text], env=env, start_new_session=True)
+@pytest.fixture
+def run_replica_script(tmp_path):
+    """Start a generated replica script (one phase per command) in a session of its own;
+    whatever of it is left at the end is killed, so a failing test leaves nothing running."""
+    started: list[subprocess.Popen] = []
+
+    def run(commands: list[str]):
+        [plan] = plans(tmp_path, 1)
+        plan.attempt_folder.mkdir()
+        phases = []
+        for number, command in enumerate(commands):
+            (tmp_path / f"cmd{number}.sh").write_text(command)
+            phases.append((f"phase{number}", ["bash", str(tmp_path / f"cmd{number}.sh")]))
+        plan = scripts.ReplicaPlan(**{**plan.__dict__, "phases": phases})
+        text = scripts.replica_script(plan, shared={}, request=REQUEST, deadline_seconds=None)
+        env = {"SLURMD_NODENAME": "gpu01", "SLURM_JOB_ID": "9", "PATH": "/usr/bin:/bin"}
+        started.append(subprocess.Popen(["bash", "-c", text], env=env, start_new_session=True))
+        return plan, started[-1]
+
+    yield run
+    for script in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(script.pid, signal.SIGKILL)
+        script.wait()
 
 
 def alive(pid: int) -> bool:
@@ -323,6 +336,11 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
     except FileNotFoundError:
         return False
+
+
+def with_pids(path: Path, command: str) -> str:
+    """``command`` in the background of a shell that writes its own pid and the command's."""
+    return f"{command} & echo $$ $! > {path}.partial; mv {path}.partial {path}; wait\n"
 
 
 def pids_written(path: Path) -> list[int]:
@@ -334,15 +352,13 @@ def pids_written(path: Path) -> list[int]:
     raise AssertionError(f"the phase did not write {path}")
 
 
-def test_a_term_reaches_the_whole_phase_and_the_script_outlives_it(tmp_path):
+def test_a_term_reaches_the_whole_phase_and_the_script_outlives_it(tmp_path, run_replica_script):
     """Slurm finds a phase's processes through this script (proctrack/linuxproc follows the
     process tree): if the script died of TERM first, a process that missed the signal would
     be orphaned out of Slurm's reach and run on, holding its card and ports."""
     pids = tmp_path / "pids"
     # The command's shell waits for a child, as a line running python does.
-    plan, script = run_replica_script(
-        tmp_path, [f"sleep 60 & echo $$ $! > {pids}.partial; mv {pids}.partial {pids}; wait\n"]
-    )
+    plan, script = run_replica_script([with_pids(pids, "sleep 60")])
     shell, child = pids_written(pids)
     os.kill(script.pid, signal.SIGTERM)  # the script alone: the phase must get it from there
     assert script.wait(timeout=10) == 143
@@ -351,17 +367,12 @@ def test_a_term_reaches_the_whole_phase_and_the_script_outlives_it(tmp_path):
     assert "[trainyard] replica stopped: Slurm sent TERM" in plan.log_path.read_text()
 
 
-def test_no_phase_starts_after_a_term(tmp_path):
+def test_no_phase_starts_after_a_term(tmp_path, run_replica_script):
     pids = tmp_path / "pids"
     second = tmp_path / "second-phase-ran"
     # The first phase takes the TERM and exits 0: the script still must not go on.
     plan, script = run_replica_script(
-        tmp_path,
-        [
-            f"trap 'exit 0' TERM; sleep 60 & echo $$ $! > {pids}.partial; mv {pids}.partial {pids}"
-            "; wait\n",
-            f"touch {second}\n",
-        ],
+        [with_pids(pids, "trap 'exit 0' TERM; sleep 60"), f"touch {second}\n"]
     )
     pids_written(pids)
     os.kill(script.pid, signal.SIGTERM)
