@@ -5,7 +5,7 @@ import os
 import pytest
 from django.conf import settings
 
-from jobs.agent.limits import choose_cpus
+from jobs.execution.replica.limits import choose_cpus
 from jobs.models import Job
 from tests.agent_support import attempt_log, attempts_of, cpu_job, make_node, place, wait_for_state
 

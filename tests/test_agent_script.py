@@ -2,7 +2,7 @@
 
 import subprocess
 
-from jobs.agent.script import command_groups, command_script
+from jobs.execution.replica.script import command_groups, command_script
 
 
 def run(command: str, tmp_path) -> subprocess.CompletedProcess:

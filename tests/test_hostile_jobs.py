@@ -21,9 +21,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from jobs.agent.limits import process_limit
-from jobs.agent.sandbox import python_environment_paths
 from jobs.execution.files import attempt_dir, replica_output_dir
+from jobs.execution.replica.limits import process_limit
+from jobs.execution.replica.sandbox import python_environment_paths
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
 from tests.agent_support import (

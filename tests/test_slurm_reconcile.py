@@ -10,7 +10,7 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from jobs.agent.state import AttemptFolder
+from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm import cli, submit
 from jobs.execution.slurm.inventory import inventory_sync
 from jobs.execution.slurm.track import track_pass

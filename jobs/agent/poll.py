@@ -20,15 +20,15 @@ from django.utils.translation import ngettext
 
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
+from jobs.execution.replica import limits
+from jobs.execution.replica.failure import failure_reason
+from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
+from jobs.execution.replica.sandbox import bwrap_path
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 
-from . import limits
-from .failure import failure_reason
-from .sandbox import bwrap_path
 from .start import report_started, start_attempt
-from .state import AttemptFolder, active_attempt_ids, parse_time
 
 State = ReplicaAttempt.State
 VANISHED_AFTER = timedelta(seconds=30)

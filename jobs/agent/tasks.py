@@ -40,8 +40,9 @@ def start_attempt(attempt_id: int) -> None:
 def stop_attempt(attempt_id: int, reason: str) -> None:
     from datetime import timedelta
 
+    from jobs.execution.replica.folder import AttemptFolder
+
     from .poll import request_stop
-    from .state import AttemptFolder
 
     attempt = ReplicaAttempt.objects.select_related("node").filter(pk=attempt_id).first()
     if attempt is None:

@@ -131,7 +131,7 @@ def max_runtime_reason(minutes: int | None) -> str:
 
 
 def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> str:
-    from jobs.agent.failure import exited_reason
+    from jobs.execution.replica.failure import exited_reason
 
     summary = record.exit["summary"] if record.exit else describe_exit(exit_code)
     return exited_reason(summary, record.log)

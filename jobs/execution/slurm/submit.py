@@ -20,18 +20,16 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-# The local agent's own preparation (folders, links, environment, command scripts,
-# refusals), so that a replica sees the same on both executors; not rewritten here.
-from jobs.agent.start import (
-    _end_unstarted,
-    _environment,
-    _fail_before_start,
-    _mounts,
-    _phase_argv,
-    _refusal,
+from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.replica.prepare import (
     attempt_phases,
+    attempt_refusal,
+    end_unstarted,
+    fail_missing_inputs,
+    phase_argv,
+    replica_environment,
+    replica_mounts,
 )
-from jobs.agent.state import AttemptFolder
 from jobs.execution.report import attempt_ended
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.transitions import job_transition
@@ -93,10 +91,10 @@ def submit_group(group: list[ReplicaAttempt]) -> str | None:
         recorded = next((a.external_id for a in group if a.external_id), "")
         if recorded:
             return _record(group, recorded)
-        refusal = _refusal(group[0], folder)
+        refusal = attempt_refusal(group[0], folder)
         if refusal is not None:
             for attempt in group:
-                _end_unstarted(attempt, refusal)
+                end_unstarted(attempt, refusal)
             return None
         job = lead.replica.job
         name = job_name(job.pk, lead.number, job.replicas)
@@ -178,13 +176,13 @@ def _replica_plan(attempt: ReplicaAttempt) -> ReplicaPlan | None:
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     folder.path.mkdir(parents=True, exist_ok=True)
     uid = None
-    mounts, missing = _mounts(attempt, uid)
+    mounts, missing = replica_mounts(attempt, uid)
     if missing:
-        _fail_before_start(folder, attempt, missing)
+        fail_missing_inputs(folder, attempt, missing)
         return None
-    env = _environment(attempt, mounts, folder, sandboxed=False, uid=uid)
+    env = replica_environment(attempt, mounts, folder, sandboxed=False, uid=uid)
     phases = [
-        (name, _phase_argv(folder, attempt, name, command, mounts, uid, None))
+        (name, phase_argv(folder, attempt, name, command, mounts, uid, None))
         for name, command in attempt_phases(job)
     ]
     return ReplicaPlan(
@@ -251,7 +249,7 @@ def stop_attempts(attempt_ids: list[int], *, reason: str, kind: str = State.STOP
                     continue
                 remember_stop(attempt, kind=kind, reason=reason, grace=grace)
                 if not attempt.external_id:
-                    _end_unstarted(attempt, reason)
+                    end_unstarted(attempt, reason)
             signalled += sorted({a.external_id for a in group if a.external_id})
     if signalled:
         send_stop(signalled, immediate=not grace)

@@ -31,7 +31,7 @@ from django.core.cache import cache
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from jobs.agent.state import AttemptFolder, parse_time
+from jobs.execution.replica.folder import AttemptFolder, parse_time
 from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.transitions import job_transition

@@ -19,7 +19,7 @@ from jobs.models import ReplicaAttempt
 from resources.ratios import mib_to_gib
 
 from . import limits
-from .state import AttemptFolder
+from .folder import AttemptFolder
 
 FAILURE_TAIL_LINES = 20
 # Less than this left for the job's uid counts as full: writes fail long before 0 on

@@ -20,7 +20,12 @@ from pathlib import Path
 
 from jobs.execution.files import LOG_NAME, attempt_dir, node_root
 
-from .runner import write_json
+
+def write_json(path: Path, data: dict) -> None:
+    """Write atomically: readers see the old file or the whole new one."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)
 
 
 class AttemptFolder:

@@ -1,0 +1,1 @@
+"""The replica runtime both executors share: folders, mounts, environment, sandbox, network."""

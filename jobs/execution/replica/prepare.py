@@ -1,0 +1,222 @@
+"""Preparing a replica attempt on its node, for every executor alike.
+
+The local agent and the Slurm replica script run a replica the same way: the
+same folders (``files.py``), mounts, environment, phases and command scripts,
+and the same sandbox (``sandbox.py``) in the same kind of network namespace
+(``network.py``). What differs is who starts the phases: the agent's runner,
+or the script Slurm runs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from jobs.environment import (
+    JobPaths,
+    ReplicaPlacement,
+    environment_input_for_job,
+    job_environment,
+)
+from jobs.execution.files import replica_output_dir
+from jobs.execution.report import attempt_ended
+from jobs.models import Job, PortAllocation, ReplicaAttempt
+
+from . import limits, sandbox
+from .folder import AttemptFolder
+from .script import command_script
+
+GIB = 1024 * 1024 * 1024
+
+
+def attempt_refusal(attempt: ReplicaAttempt, folder: AttemptFolder) -> str | None:
+    """Why this attempt must not start (already ended, superseded, stopped), or None."""
+    job = attempt.replica.job
+    if attempt.state != ReplicaAttempt.State.PENDING:
+        return ""
+    if job.stop_requested_at or folder.exists("stop"):
+        return _("Stopped before it started.")
+    if attempt.number != job.attempt or job.state not in Job.ACTIVE_STATES:
+        return _("Superseded before it started.")
+    return None
+
+
+def end_unstarted(attempt: ReplicaAttempt, reason: str) -> None:
+    if reason:
+        attempt_ended(
+            attempt_id=attempt.pk,
+            state=ReplicaAttempt.State.STOPPED,
+            ended_at=timezone.now(),
+            reason=reason,
+        )
+
+
+def attempt_phases(job: Job) -> list[tuple[str, str]]:
+    """The phases a replica runs, in order; training always comes last.
+
+    A phase named ``training`` marks the attempt's ``training_started_at`` when
+    it begins; earlier phases (the augmentation search) are billed as well.
+    """
+    phases = []
+    if job.augmentation_command.strip():
+        phases.append((ReplicaAttempt.Phase.AUGMENTATION.value, job.augmentation_command))
+    phases.append((ReplicaAttempt.Phase.TRAINING.value, job.command))
+    return phases
+
+
+def phase_argv(folder, attempt, name, command, mounts, uid, bwrap) -> list[str]:
+    command_file = folder.path / f"command-{name}.sh"
+    command_file.write_text(command_script(command))
+    if uid is not None:
+        os.chown(command_file, uid, uid)
+    os.chmod(command_file, 0o400)
+    if not bwrap:
+        return sandbox.plain_argv(command_file=command_file, uid=uid)
+    return sandbox.bwrap_argv(
+        bwrap=bwrap,
+        mounts=mounts,
+        command_file=command_file,
+        uid=uid,
+        tmp_bytes=attempt.replica.job.storage_gib * GIB,
+        hostname=attempt.node.name,
+    )
+
+
+def replica_mounts(attempt: ReplicaAttempt, uid: int | None) -> tuple[sandbox.Mounts, list[str]]:
+    job = attempt.replica.job
+    root = Path(settings.TRAINYARD_DATA_ROOT)
+    datasets = [
+        (link.dataset.name, root / link.dataset.path)
+        for link in job.jobdataset_set.select_related("dataset").order_by("position")
+    ]
+    pretrained = [
+        (link.pretrained_model.name, root / link.pretrained_model.path)
+        for link in job.jobpretrainedmodel_set.select_related("pretrained_model").order_by(
+            "position"
+        )
+    ]
+    code = [(job.code_version.name, root / job.code_version.path)] if job.code_version else []
+    missing = [
+        f"{name}: {path}" for name, path in [*code, *datasets, *pretrained] if not path.exists()
+    ]
+    output = replica_output_dir(attempt.node.name, job.pk, attempt.replica.index)
+    _make_output(output, uid)
+    mounts = sandbox.Mounts(
+        code=code[0][1] if code else None,
+        output=output,
+        datasets=[path for _name, path in datasets],
+        pretrained=[path for _name, path in pretrained],
+        read_only_extra=sandbox.python_environment_paths(),
+    )
+    return mounts, missing
+
+
+def _make_output(output: Path, uid: int | None) -> None:
+    """The output folder belongs to the job's uid; its parents only let it pass through."""
+    output.mkdir(parents=True, exist_ok=True)
+    for parent in list(output.parents)[:4]:
+        os.chmod(parent, 0o711)
+    if uid is not None:
+        os.chown(output, uid, uid)
+    os.chmod(output, 0o700)
+
+
+def replica_environment(attempt, mounts, folder, *, sandboxed, uid) -> dict[str, str]:
+    job = attempt.replica.job
+    paths = None if sandboxed else _plain_paths(folder, mounts, uid)
+    env = job_environment(environment_input_for_job(job), replica_placement(attempt), paths)
+    tmp = "/tmp" if sandboxed else str(folder.path / "tmp")
+    return {
+        "PATH": sandbox.job_path_variable(),
+        "HOME": tmp,
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        **env,
+    }
+
+
+def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None) -> JobPaths:
+    """Without a sandbox the same names point at real folders, through links in ``mounts/``."""
+    links = folder.path / "mounts"
+    links.mkdir(exist_ok=True)
+    os.chmod(links, 0o755)
+    targets = {"code": mounts.code, "output": mounts.output}
+    targets.update({f"data-{i}": p for i, p in enumerate(mounts.datasets, start=1)})
+    targets.update({f"pretrained-{i}": p for i, p in enumerate(mounts.pretrained, start=1)})
+    for name, target in targets.items():
+        if target is not None and not (links / name).is_symlink():
+            (links / name).symlink_to(target)
+    tmp = folder.path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    if uid is not None:
+        os.chown(tmp, uid, uid)
+    os.chmod(tmp, 0o700)
+    return JobPaths(code=str(links / "code"), output=str(mounts.output), data_root=str(links))
+
+
+def replica_placement(attempt: ReplicaAttempt) -> ReplicaPlacement:
+    replica = attempt.replica
+    job = replica.job
+    host_ports = dict(
+        PortAllocation.objects.filter(replica=replica, job_port__isnull=False).values_list(
+            "job_port", "host_port"
+        )
+    )
+    rendezvous = (
+        PortAllocation.objects.filter(replica__job=job, replica__index=0, job_port__isnull=True)
+        .select_related("replica__node")
+        .first()
+    )
+    master = job.replica_set.filter(index=0).select_related("node").first()
+    return ReplicaPlacement(
+        index=replica.index,
+        attempt=attempt.number,
+        card_indices=list(replica.card_indices or []),
+        host_ports=host_ports,
+        master_addr=master.node.address if master and master.node else None,
+        master_port=rendezvous.host_port if rendezvous else None,
+    )
+
+
+def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> None:
+    job = attempt.replica.job
+    isolation = "bubblewrap sandbox" if spec["sandboxed"] else "plain process (no bwrap)"
+    memory = limits.cgroup_label(spec["cgroup"])
+    processes = spec["max_processes"] if spec["uid"] is not None else "not limited"
+    lines = [
+        f"[trainyard] job {job.pk} replica {attempt.replica.index} attempt {attempt.number} "
+        f"on node {attempt.node.name}",
+        f"[trainyard] {isolation}, uid {spec['uid'] if spec['uid'] is not None else os.getuid()}, "
+        f"memory limit {job.memory_mib} MiB ({memory}), processes {processes}, "
+        f"cpus {spec['cpus'] or 'not pinned'}",
+    ]
+    with folder.log.open("a") as log:
+        log.write("\n".join(lines) + "\n")
+    os.chmod(folder.log, 0o600)
+
+
+def fail_missing_inputs(folder: AttemptFolder, attempt: ReplicaAttempt, missing: list[str]) -> None:
+    message = _("Missing on the node: %(items)s") % {"items": "; ".join(missing)}
+    with folder.log.open("a") as log:
+        log.write(f"[trainyard] {message}\n")
+    attempt_ended(
+        attempt_id=attempt.pk,
+        state=ReplicaAttempt.State.FAILED,
+        ended_at=timezone.now(),
+        reason=message,
+    )
+
+
+def fail_to_prepare(attempt: ReplicaAttempt, reason: str) -> None:
+    """The node, not the job, is at fault: the job is placed again (see ``settle.py``)."""
+    attempt_ended(
+        attempt_id=attempt.pk,
+        state=ReplicaAttempt.State.FAILED,
+        ended_at=timezone.now(),
+        reason=reason,
+        platform_fault=True,
+    )
