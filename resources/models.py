@@ -6,6 +6,7 @@ API show GiB and cores.
 """
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
@@ -127,7 +128,17 @@ class Node(models.Model):
         DRAINING = "draining", _("Draining")
         DOWN = "down", _("Down")
 
-    name = models.CharField(_("name"), max_length=128, unique=True)
+    name = models.CharField(
+        _("name"),
+        max_length=128,
+        unique=True,
+        validators=[
+            RegexValidator(
+                r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                _("Letters, digits, dots, dashes and underscores, from a letter or digit."),
+            )
+        ],
+    )
     executor = models.CharField(
         _("executor"), max_length=16, choices=Executor.choices, default=Executor.LOCAL
     )

@@ -68,6 +68,7 @@ class Agent:
             "TRAINYARD_NODE_ROOT": str(self.node_root),
             "TRAINYARD_DATA_ROOT": str(self.data_root),
             "TRAINYARD_AGENT_POLL_SECONDS": str(POLL_SECONDS),
+            "TRAINYARD_AGENT_NODES": ",".join(node.name for node in self.nodes),
             **self.extra_env,
         }
         if self.command:

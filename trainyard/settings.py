@@ -337,6 +337,10 @@ TRAINYARD_SANDBOX = os.environ.get("TRAINYARD_SANDBOX", "auto")
 TRAINYARD_SANDBOX_UID_BASE = int(os.environ.get("TRAINYARD_SANDBOX_UID_BASE", "200000"))
 TRAINYARD_SANDBOX_UID_COUNT = 100_000
 
+# The nodes this agent serves (run_agent sets them from --node); unset: every local node.
+# An agent acts on nothing else: a node name is never a path.
+TRAINYARD_AGENT_NODES = [n for n in os.environ.get("TRAINYARD_AGENT_NODES", "").split(",") if n]
+
 # Slurm backend (jobs/execution/slurm): inventory and tracking run only when this is on.
 TRAINYARD_SLURM_ENABLED = env_bool("TRAINYARD_SLURM", False)
 # The partition whose nodes Trainyard uses and submits to ("" = every node, default partition).

@@ -17,7 +17,7 @@ from pathlib import Path
 from django.utils.translation import gettext as _
 
 from jobs.execution.files import node_root
-from jobs.execution.replica import limits, sandbox
+from jobs.execution.replica import limits, runner, sandbox
 from jobs.execution.replica.failure import disk_full_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
 from jobs.execution.replica.prepare import (
@@ -34,7 +34,7 @@ from jobs.execution.replica.prepare import (
 from jobs.execution.report import attempt_running
 from jobs.models import ReplicaAttempt
 
-RUNNER = Path(__file__).with_name("runner.py")
+RUNNER = Path(runner.__file__)
 STARTED_WAIT_SECONDS = 10
 MIB = 1024 * 1024
 

@@ -8,16 +8,20 @@ takes silent nodes down.
 
 from __future__ import annotations
 
+import logging
 import signal
 
 from celery import current_app, shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from jobs.execution.files import NODE_NAME
 from jobs.execution.nodes import nodes_check_heartbeats
 from jobs.execution.report import attempt_ended
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
+
+logger = logging.getLogger(__name__)
 
 
 def agent_queues(node_name: str) -> list[str]:
@@ -29,11 +33,32 @@ def agent_queues(node_name: str) -> list[str]:
     return [f"node.{node_name}", f"node.{node_name}.poll"]
 
 
+def serves(node_name: object) -> bool:
+    """Whether this agent serves the node: one of its nodes by name, never a path."""
+    if not isinstance(node_name, str) or not NODE_NAME.fullmatch(node_name):
+        return False
+    if settings.TRAINYARD_AGENT_NODES:
+        return node_name in settings.TRAINYARD_AGENT_NODES
+    return Node.objects.filter(name=node_name, executor=Node.Executor.LOCAL).exists()
+
+
+def served_attempt(task: str, attempt_id: object) -> ReplicaAttempt | None:
+    """The attempt a task names, if it is one of this agent's; else None, and a log line."""
+    attempt = None
+    if isinstance(attempt_id, int) and not isinstance(attempt_id, bool):
+        attempt = ReplicaAttempt.objects.select_related("node").filter(pk=attempt_id).first()
+    if attempt is not None and attempt.node is not None and serves(attempt.node.name):
+        return attempt
+    logger.warning("Refused %s(%r): not an attempt of a node this agent serves", task, attempt_id)
+    return None
+
+
 @shared_task(name="jobs.agent.start_attempt", ignore_result=True)
 def start_attempt(attempt_id: int) -> None:
     from .start import start_attempt as start
 
-    start(attempt_id)
+    if served_attempt("start_attempt", attempt_id):
+        start(attempt_id)
 
 
 @shared_task(name="jobs.agent.stop_attempt", ignore_result=True)
@@ -44,8 +69,8 @@ def stop_attempt(attempt_id: int, reason: str) -> None:
 
     from .poll import request_stop
 
-    attempt = ReplicaAttempt.objects.select_related("node").filter(pk=attempt_id).first()
-    if attempt is None:
+    attempt = served_attempt("stop_attempt", attempt_id)
+    if attempt is None or not isinstance(reason, str):
         return
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     now = timezone.now()
@@ -74,6 +99,9 @@ def stop_attempt(attempt_id: int, reason: str) -> None:
 def poll(node_name: str) -> None:
     from .poll import poll_node
 
+    if not serves(node_name):
+        logger.warning("Refused poll(%r): not a node this agent serves", node_name)
+        return
     poll_node(node_name)
 
 

@@ -8,6 +8,7 @@ same so that the job page, the download and the API find them.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,9 +17,13 @@ from django.conf import settings
 
 LOG_NAME = "output.log"
 TAIL_BLOCK_BYTES = 8192
+# What a node may be called: one folder name, never a path (``Node.name`` validates it too).
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def node_root(node_name: str) -> Path:
+    if not isinstance(node_name, str) or not NODE_NAME.fullmatch(node_name):
+        raise ValueError(f"not a node name: {node_name!r}")
     return Path(settings.TRAINYARD_NODE_ROOT) / node_name
 
 

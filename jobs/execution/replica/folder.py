@@ -4,14 +4,15 @@
 runner follows, the files the runner writes (see ``runner.py``), the log and
 ``stop.json`` (a stop or a deadline, with when to KILL). ``active/<id>`` lists
 the attempts the agent still has to watch; a restarted agent reads them and
-carries on. Every write is atomic (write then rename).
+carries on. Every write is atomic (write then rename) and no read or write
+follows a link. The folder is the agent's (root's, 0711): a job's uid can
+reach its command file in it and nothing else.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -20,12 +21,8 @@ from pathlib import Path
 
 from jobs.execution.files import LOG_NAME, attempt_dir, node_root
 
-
-def write_json(path: Path, data: dict) -> None:
-    """Write atomically: readers see the old file or the whole new one."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data))
-    os.replace(partial, path)
+from .limits import CGROUP_ROOT, cgroup_name
+from .runner import read_json, write_json
 
 
 class AttemptFolder:
@@ -43,10 +40,7 @@ class AttemptFolder:
         return node_root(self.node_name) / "active" / str(self.attempt_id)
 
     def read(self, name: str) -> dict | None:
-        try:
-            return json.loads((self.path / f"{name}.json").read_text())
-        except FileNotFoundError:
-            return None
+        return read_json(self.path / f"{name}.json")
 
     def write(self, name: str, data: dict) -> None:
         write_json(self.path / f"{name}.json", data)
@@ -84,19 +78,59 @@ class AttemptFolder:
         self.active_marker.unlink(missing_ok=True)
 
     def signal(self, signum: int) -> None:
-        """Signal the running phase; TERM spares bwrap itself, which would kill the sandbox."""
+        """Signal the running phase; TERM spares bwrap itself, which would kill the sandbox.
+
+        Only processes that are the attempt's own get the signal: the members
+        of its cgroup (the kernel's record, which the job cannot change), or,
+        on a host without one, the process group whose leader the attempt's
+        own runner started. A pgid in ``current.json`` alone is never obeyed.
+        """
         current = self.read("current")
         if current is None or not self.runner_alive():
             return
-        pgid = current["pgid"]
-        if signum == signal.SIGKILL:
+        spec = self.read("spec") or {}
+        leader = current.get("pgid")
+        for pid in self.processes(spec, current):
+            if signum != signal.SIGKILL and pid == leader and spec.get("sandboxed"):
+                continue
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(pgid, signal.SIGKILL)
-            return
-        for pid in group_members(pgid):
-            if pid != pgid or not self.read("spec").get("sandboxed"):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signum)
+                os.kill(pid, signum)
+
+    def processes(self, spec: dict, current: dict) -> list[int]:
+        """The attempt's processes, verified as described in ``signal``."""
+        cgroup = spec.get("cgroup")
+        if cgroup:
+            if not self._is_own_cgroup(Path(cgroup)):
+                return []
+            try:
+                return [int(pid) for pid in (Path(cgroup) / "cgroup.procs").read_text().split()]
+            except OSError:
+                return []
+        leader, runner_pid = current.get("pgid"), current.get("runner_pid")
+        if not isinstance(leader, int) or not isinstance(runner_pid, int):
+            return []
+        if _parent_of(leader) != runner_pid or not self._is_own_runner(runner_pid):
+            return []
+        return group_members(leader)
+
+    def _is_own_cgroup(self, path: Path) -> bool:
+        expected = cgroup_name(node_name=self.node_name, attempt_id=self.attempt_id)
+        return path.name == expected and path.resolve().is_relative_to(CGROUP_ROOT)
+
+    def _is_own_runner(self, pid: int) -> bool:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return str(self.path).encode() in argv and any(a.endswith(b"runner.py") for a in argv)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def active_attempt_ids(node_name: str) -> list[int]:

@@ -45,9 +45,13 @@ def cgroup_v1_available() -> bool:
     return os.access(CGROUP_V1_MEMORY / "memory.limit_in_bytes", os.W_OK)
 
 
+def cgroup_name(*, node_name: str, attempt_id: int) -> str:
+    return f"{node_name}-attempt-{attempt_id}"
+
+
 def attempt_cgroup(*, node_name: str, attempt_id: int, memory_bytes: int) -> Path | None:
     """The attempt's memory cgroup, limited to ``memory_bytes``; None where none is writable."""
-    name = f"{node_name}-attempt-{attempt_id}"
+    name = cgroup_name(node_name=node_name, attempt_id=attempt_id)
     try:
         if cgroup_v2_available():
             return _cgroup_v2(name, memory_bytes)

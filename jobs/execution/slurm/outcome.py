@@ -139,6 +139,6 @@ def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> str:
 
 def describe_exit(exit_code: int | None) -> str:
     """As the local runner words it: ``exit code 137 (SIGKILL)``."""
-    from jobs.agent.runner import describe
+    from jobs.execution.replica.runner import describe
 
     return describe(exit_code if exit_code is not None else 1)[1]

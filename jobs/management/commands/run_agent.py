@@ -32,7 +32,12 @@ class Command(BaseCommand):
             )
         if not names:
             raise CommandError(_("There is no local node to serve."))
+        from django.conf import settings
+
         from trainyard.celery import app
+
+        if nodes:  # the agent acts on these nodes only (its worker processes inherit this)
+            settings.TRAINYARD_AGENT_NODES = [node.name for node in names]
 
         queues = ",".join(queue for node in names for queue in agent_queues(node.name))
         self.stdout.write(f"Serving {len(names)} node(s): {queues}")

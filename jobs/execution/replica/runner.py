@@ -41,10 +41,33 @@ def now_iso() -> str:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Write atomically: readers see the old file or the whole new one."""
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data))
-    os.replace(partial, path)
+    """Write atomically, following no link: readers see the old file or the whole new one.
+
+    The partial file has a name no one can know in advance and is created with
+    ``O_EXCL | O_NOFOLLOW``, so a link planted in the folder is never written
+    through; the rename then replaces whatever ``path`` was, a link included.
+    """
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(6).hex()}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(partial, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+def read_json(path: Path) -> dict | None:
+    """A state file's content, or None when absent; a link is never followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd) as handle:
+        return json.load(handle)
 
 
 def take_lock(folder: Path) -> int | None:
