@@ -1,0 +1,175 @@
+"""A job reaches nothing of the platform: each replica has a network of its own.
+
+Replays of finding 1 of the hostile-job review (a job ran ``psql -h 127.0.0.1``
+against the platform's database): the job tries every address the host has,
+and the platform's database and broker where their URLs point, and must be
+refused everywhere; it cannot take a host port; its open ports are published
+at the host ports the platform allocated, for anyone outside to use.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+import urllib.request
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from jobs.execution.files import replica_output_dir
+from jobs.models import Job, JobPort, PortAllocation
+from tests.agent_support import attempts_of, cpu_job, place, wait_for_state, wait_until
+from tests.test_hostile_jobs import PROBE, assert_platform_fine, outcomes, output
+
+pytestmark = pytest.mark.integration
+
+CONNECT = (
+    "python3 -c 'import socket,sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 3)'"
+)
+
+
+def host_addresses() -> list[str]:
+    """Every IPv4 address of this host, loopback included (the job bridge's too, once made)."""
+    lines = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    return sorted({line.split()[3].split("/")[0] for line in lines})
+
+
+def service_address(url: str, default_port: int) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or default_port
+
+
+@pytest.fixture
+def host_listener():
+    """A service of the host's listening on every address, as a careless one would."""
+    server = socket.create_server(("0.0.0.0", 0), backlog=64)
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                connection, _address = server.accept()
+            except TimeoutError:
+                continue
+            connection.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def probe_connects(targets: list[tuple[str, int]]) -> str:
+    return "".join(
+        f"probe {CONNECT} {host} {port} >> $TRAINYARD_DATA_OUT/probes\n" for host, port in targets
+    )
+
+
+def connect_words(targets: list[tuple[str, int]]) -> list[str]:
+    return [f"{CONNECT} {host} {port}" for host, port in targets]
+
+
+def run(agent, command: str, **fields) -> Job:
+    job = place(cpu_job(command, **fields), agent.nodes[:1])
+    return wait_for_state(job, Job.FINAL_STATES, agent)
+
+
+def test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address(agent, host_listener):
+    db = connection.settings_dict
+    database = (db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432))
+    redis = service_address(settings.REDIS_URL or "redis://127.0.0.1:6379", 6379)
+    targets = [(address, host_listener) for address in host_addresses()]
+    targets += [database, redis]
+    for address in host_addresses():  # where CI makes them listen too (a second address)
+        targets += [(address, database[1]), (address, redis[1])]
+    targets = sorted(set(targets))
+    job = run(agent, PROBE + probe_connects(targets))
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "probes").splitlines() == outcomes("denied", connect_words(targets))
+    assert_platform_fine(agent)
+
+
+BIND = (
+    'python3 -c \'import socket,sys,time; s=socket.create_server(("0.0.0.0", int(sys.argv[1])));'
+    ' open("/trainyard/output/bound","w").close(); time.sleep(30)\' {port}'
+)
+
+
+def test_job_cannot_take_a_port_of_the_host(agent):
+    with socket.socket() as probe:
+        probe.bind(("0.0.0.0", 0))
+        port = probe.getsockname()[1]
+    job = place(cpu_job(BIND.format(port=port)), agent.nodes[:1])
+    wait_for_state(job, Job.State.RUNNING, agent)
+    node = agent.nodes[0].name
+    wait_until((replica_output_dir(node, job.pk, 0) / "bound").exists, what="the job's bind")
+    # The port is still the host's: the job bound it in a network of its own.
+    with socket.create_server(("0.0.0.0", port)):
+        pass
+
+
+SERVE = """echo hello > /trainyard/output/index.html
+echo $TRAINYARD_PORT_6006 > /trainyard/output/port
+python3 -m http.server 6006 -d /trainyard/output"""
+
+
+def test_an_open_port_is_published_at_its_host_port(agent):
+    job = cpu_job(SERVE)
+    JobPort.objects.create(job=job, port=6006)
+    job = place(job, agent.nodes[:1])
+    wait_for_state(job, Job.State.RUNNING, agent)
+    host_port = PortAllocation.objects.get(replica__job=job, job_port=6006).host_port
+    assert host_port != 6006
+    for address in [a for a in host_addresses() if not a.startswith("10.213.")] or ["127.0.0.1"]:
+        url = f"http://{address}:{host_port}/index.html"
+        body = wait_until(lambda url=url: _get(url), what=f"{url} to answer", timeout=20)
+        assert body == b"hello\n"
+    # The job is told where outsiders reach it.
+    assert output(job, "port") == f"{host_port}\n"
+
+
+def _get(url: str) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.read()
+    except OSError:
+        return None
+
+
+NEIGHBOUR = """echo up
+python3 -c 'import socket,threading
+def serve(port):
+    s = socket.create_server(("0.0.0.0", port))
+    while True:
+        s.accept()[0].close()
+for port in (7000, 7001):
+    threading.Thread(target=serve, args=(port,)).start()'"""
+
+
+def test_a_job_reaches_another_job_only_at_its_published_ports(agent):
+    neighbour = cpu_job(NEIGHBOUR)
+    JobPort.objects.create(job=neighbour, port=7000)
+    neighbour = place(neighbour, agent.nodes[:1])
+    wait_for_state(neighbour, Job.State.RUNNING, agent)
+    published = PortAllocation.objects.get(replica__job=neighbour, job_port=7000).host_port
+    private = [(address, 7001) for address in host_addresses()]
+    private += [(address, 7000) for address in host_addresses()]
+    # Its own address in the job network, where it listens: closed to other jobs too.
+    own_address = getattr(attempts_of(neighbour)[0], "address", None)
+    if own_address:
+        private += [(own_address, 7000), (own_address, 7001)]
+    private = sorted(set(private))
+    allowed = [(agent.nodes[0].address, published)]
+    job = run(agent, PROBE + probe_connects(private + allowed))
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "probes").splitlines() == (
+        outcomes("denied", connect_words(private)) + outcomes("allowed", connect_words(allowed))
+    )
