@@ -6,7 +6,15 @@ from django.urls import reverse
 
 from jobs.models import Job, JobDataset
 from resources.models import Node
-from tests.agent_support import attempt_log, attempts_of, cpu_job, make_node, place, wait_for_state
+from tests.agent_support import (
+    attempt_log,
+    attempts_of,
+    cpu_job,
+    make_node,
+    place,
+    wait_for_state,
+    wait_until,
+)
 from tests.factories import DatasetFactory
 
 pytestmark = pytest.mark.integration
@@ -53,7 +61,8 @@ def test_sandbox_hides_the_platform_and_other_jobs(agent):
     probes_seen = output_of(job, node, "probes").splitlines()
     assert probes_seen == [f"denied: {p}" for p in denied] + [f"allowed: {p}" for p in allowed]
     uid = int(output_of(job, node, "uid"))
-    assert uid == settings.TRAINYARD_SANDBOX_UID_BASE + job.pk
+    base = settings.TRAINYARD_SANDBOX_UID_BASE
+    assert base <= uid < base + settings.TRAINYARD_SANDBOX_UID_COUNT
     assert int(output_of(job, node, "tmp_size")) == 3 * 1024**3
     assert int(output_of(job, node, "shm_size")) == 3 * 1024**3
     (attempt,) = attempts_of(job)
@@ -61,19 +70,62 @@ def test_sandbox_hides_the_platform_and_other_jobs(agent):
     assert Node.objects.get(pk=node.pk).sandboxed is True
 
 
-def test_without_bwrap_replicas_run_plainly_as_an_unprivileged_user(agent_env, admin_client_):
+def test_without_the_sandbox_no_replica_starts_and_the_node_says_why(agent_env, admin_client_):
+    """No sandbox, no job: the command never runs, and nothing is placed there again."""
     node = make_node()
     agent = agent_env([node], env={"TRAINYARD_SANDBOX": "off"})
+    wait_until(
+        lambda: Node.objects.get(pk=node.pk).state == Node.State.DOWN, what="the node to go down"
+    )
+    node = Node.objects.get(pk=node.pk)
+    assert node.sandboxed is False
+    assert node.state_reason.startswith("Cannot isolate jobs: the sandbox is turned off")
+    job = place(cpu_job("touch $TRAINYARD_DATA_OUT/ran"), [node])
+    job = wait_for_state(job, [Job.State.RESOURCE_WAIT, *Job.FINAL_STATES], agent)
+    (attempt,) = attempts_of(job)
+    assert "cannot isolate jobs" in attempt.reason
+    assert "manage.py job_network install" in attempt.reason
+    assert not (settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk)).exists()
+
+    page = admin_client_.get(reverse("admin:resources_node_change", args=[node.pk]))
+    assert "cannot isolate jobs on this node" in page.content.decode()
+
+
+def test_unsafe_plain_processes_run_when_asked_and_say_so(agent_env, client):
+    node = make_node()
+    env = {"TRAINYARD_SANDBOX": "off", "TRAINYARD_UNSAFE_PLAIN_PROCESSES": "1"}
+    agent = agent_env([node], env=env)
     command = "id -u > $TRAINYARD_DATA_OUT/uid\nls $TRAINYARD_DATA_OUT > /dev/null\npwd"
     job = wait_for_state(place(cpu_job(command), [node]), Job.FINAL_STATES, agent)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
-    assert int(output_of(job, node, "uid")) == settings.TRAINYARD_SANDBOX_UID_BASE + job.pk
+    base = settings.TRAINYARD_SANDBOX_UID_BASE
+    assert base <= int(output_of(job, node, "uid")) < base + settings.TRAINYARD_SANDBOX_UID_COUNT
     (attempt,) = attempts_of(job)
-    assert "plain process (no bwrap)" in attempt_log(attempt)
+    assert "UNSAFE: plain process" in attempt_log(attempt)
     assert Node.objects.get(pk=node.pk).sandboxed is False
 
-    page = admin_client_.get(reverse("admin:resources_node_change", args=[node.pk]))
-    assert "ubblewrap (bwrap) is not installed on this node" in page.content.decode()
+
+def test_no_two_live_replicas_on_a_host_share_a_uid(agent, transactional_db):
+    """Job ids a multiple of the uid range apart (two installs, or a wrapped id)."""
+    first = cpu_job("id -u > $TRAINYARD_DATA_OUT/uid\nsleep 20")
+    second = cpu_job(
+        "id -u > $TRAINYARD_DATA_OUT/uid\nsleep 20",
+        id=first.pk + settings.TRAINYARD_SANDBOX_UID_COUNT,
+    )
+    node = agent.nodes[0]
+    for job in (first, second):
+        place(job, [node])
+    for job in (first, second):
+        wait_for_state(job, Job.State.RUNNING, agent)
+        wait_until(lambda job=job: _has_output(job, node, "uid"), what="the job's uid")
+    assert output_of(first, node, "uid") != output_of(second, node, "uid")
+
+
+def _has_output(job: Job, node: Node, name: str) -> bool:
+    try:
+        return bool(output_of(job, node, name))
+    except FileNotFoundError:
+        return False
 
 
 def test_node_admin_page_has_no_warning_where_the_sandbox_runs(admin_client_):

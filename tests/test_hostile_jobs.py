@@ -252,7 +252,11 @@ def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(agent):
     log = attempt_log(attempts_of(job)[0])
     assert f"processes {limit}," in log
     assert "fork: retry: Resource temporarily unavailable" in log
-    uid = settings.TRAINYARD_SANDBOX_UID_BASE + job.pk
+    uid = json.loads(
+        (
+            attempt_dir(job.replica_set.get().node.name, attempts_of(job)[0].pk) / "spec.json"
+        ).read_text()
+    )["uid"]
     wait_until(lambda: not processes_of(uid), what="the bomb's processes to be gone", timeout=10)
 
     ticks = len(output(neighbour, "ticks").split())
