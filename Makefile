@@ -8,7 +8,24 @@ TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install lint format messages clean
+.PHONY: run test install lint format messages clean sandbox
+
+# What jobs run in: bubblewrap, and each replica's own network (iproute2, nftables). As root
+# `make run` and `make test` install the Debian packages and this host's job network; anyone
+# else gets a message, and the agent starts no job until an admin has done it.
+SANDBOX_PACKAGES := bubblewrap nftables iproute2 util-linux
+sandbox: $(RUN_STAMP)
+	@if [ "$$(id -u)" = 0 ]; then \
+	  missing=$$(for p in $(SANDBOX_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	  if [ -n "$$missing" ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  fi; \
+	  $(BIN)/python manage.py job_network install; \
+	else \
+	  echo "Not root: jobs will not start until an admin runs, as root:"; \
+	  echo "  apt-get install $(SANDBOX_PACKAGES) && $(BIN)/python manage.py job_network install"; \
+	  echo "(or set TRAINYARD_UNSAFE_PLAIN_PROCESSES=1 on a single-user laptop)"; \
+	fi
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +41,7 @@ $(TEST_STAMP): $(RUN_STAMP)
 
 install: $(TEST_STAMP)
 
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
@@ -35,7 +52,7 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-test: $(TEST_STAMP) node_modules/axe-core/axe.min.js
+test: $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python manage.py makemigrations --check --dry-run

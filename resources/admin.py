@@ -130,8 +130,9 @@ class NodeAdmin(admin.ModelAdmin):
             messages.warning(
                 request,
                 _(
-                    "bubblewrap (bwrap) is not installed on this node: its replicas run as plain "
-                    "processes, without the sandbox that hides the platform's files from them."
+                    "The agent cannot isolate jobs on this node (no bubblewrap, job network or "
+                    "root): it starts no replica there, unless TRAINYARD_UNSAFE_PLAIN_PROCESSES "
+                    "asks for plain processes that can reach the platform."
                 ),
             )
         return super().change_view(request, object_id, form_url, extra_context)

@@ -22,6 +22,7 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
+from jobs.agent.isolation import release
 from jobs.agent.tasks import agent_queues
 from jobs.execution.launch import job_launch
 from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
@@ -108,8 +109,10 @@ class Agent:
                 os.killpg(json.loads(current.read_text())["pgid"], signal.SIGKILL)
         for spec in self.node_root.glob("*/attempts/*/spec.json"):
             with contextlib.suppress(ValueError, KeyError, OSError):
-                if cgroup := json.loads(spec.read_text())["cgroup"]:
+                data = json.loads(spec.read_text())
+                if cgroup := data["cgroup"]:
                     _remove_cgroup(Path(cgroup))
+                release({"network": data.get("network")})
 
     def logs(self) -> str:
         return "\n".join(p.read_text() for p in sorted(self.tmp_path.glob("agent-*.log")))

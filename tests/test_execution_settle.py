@@ -161,11 +161,11 @@ def test_silent_node_goes_down_and_its_attempts_are_lost():
 def test_heartbeat_brings_back_a_node_downed_for_silence_but_not_one_an_admin_downed():
     silent = make_node(last_heartbeat=timezone.now() - timedelta(hours=1))
     nodes_check_heartbeats()
-    node_heartbeat(node_name=silent.name, sandboxed=True)
+    node_heartbeat(node_name=silent.name, isolation_problem=None)
     silent.refresh_from_db()
     assert (silent.state, silent.state_reason, silent.sandboxed) == ("ready", "", True)
 
     downed = make_node(state="down", state_reason="Broken fan", last_heartbeat=timezone.now())
-    node_heartbeat(node_name=downed.name, sandboxed=True)
+    node_heartbeat(node_name=downed.name, isolation_problem=None)
     downed.refresh_from_db()
     assert (downed.state, downed.state_reason) == ("down", "Broken fan")

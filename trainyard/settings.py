@@ -333,9 +333,23 @@ TRAINYARD_CURRENCY = os.environ.get("TRAINYARD_CURRENCY", "CNY")
 TRAINYARD_BILLING_PERIOD_SECONDS = 60
 # "off" runs replicas as plain processes even where bubblewrap is installed.
 TRAINYARD_SANDBOX = os.environ.get("TRAINYARD_SANDBOX", "auto")
-# Replicas run as uid BASE + job id % COUNT when the agent is root (no passwd entry needed).
+# Replicas run as uid BASE + their host slot (jobs/execution/replica/slots.py): no passwd
+# entry needed, and no two live replicas on a host share one.
 TRAINYARD_SANDBOX_UID_BASE = int(os.environ.get("TRAINYARD_SANDBOX_UID_BASE", "200000"))
 TRAINYARD_SANDBOX_UID_COUNT = 100_000
+# Host-wide state of the replicas (slot leases): shared by every install on the host.
+TRAINYARD_HOST_RUN_DIR = Path(os.environ.get("TRAINYARD_HOST_RUN_DIR", "/run/trainyard"))
+# Each replica's own network (jobs/execution/replica/network.py): the host's job bridge and
+# subnet, the other hosts' job subnets ("subnet=via-address", routed), egress, and more
+# addresses no job may reach besides the database, the broker and ALLOWED_HOSTS.
+TRAINYARD_JOB_BRIDGE = os.environ.get("TRAINYARD_JOB_BRIDGE", "tyjobs0")
+TRAINYARD_JOB_SUBNET = os.environ.get("TRAINYARD_JOB_SUBNET", "10.213.0.0/16")
+TRAINYARD_JOB_PEER_SUBNETS = env_list("TRAINYARD_JOB_PEER_SUBNETS", "")
+TRAINYARD_JOB_EGRESS = env_bool("TRAINYARD_JOB_EGRESS", True)
+TRAINYARD_PLATFORM_ADDRESSES = env_list("TRAINYARD_PLATFORM_ADDRESSES", "")
+# Without the sandbox (bubblewrap, the job network, root) no replica starts, unless this is
+# set: plain processes that can reach everything the agent can. A single-user laptop only.
+TRAINYARD_UNSAFE_PLAIN_PROCESSES = env_bool("TRAINYARD_UNSAFE_PLAIN_PROCESSES", False)
 
 # The nodes this agent serves (run_agent sets them from --node); unset: every local node.
 # An agent acts on nothing else: a node name is never a path.

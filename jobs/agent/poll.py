@@ -20,14 +20,14 @@ from django.utils.translation import ngettext
 
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
-from jobs.execution.replica import limits
 from jobs.execution.replica.failure import failure_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
-from jobs.execution.replica.sandbox import bwrap_path
+from jobs.execution.replica.sandbox import isolation_problem
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 
+from .isolation import refresh_gangs, release, unsafe
 from .start import report_started, start_attempt
 
 State = ReplicaAttempt.State
@@ -43,7 +43,7 @@ def poll_node(node_name: str) -> bool:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        node_heartbeat(node_name=node_name, sandboxed=bwrap_path() is not None)
+        node_heartbeat(node_name=node_name, isolation_problem=isolation_problem(), unsafe=unsafe())
         _watch_all(node_name)
     return True
 
@@ -57,10 +57,12 @@ def _watch_all(node_name: str) -> None:
         attempt = attempts.get(attempt_id)
         if attempt is None:  # deleted with its job
             folder.signal(signal.SIGKILL)
+            release(folder.read("spec") or {})
             folder.mark_done()
             continue
         with folder.lock():
             _watch(folder, attempt, grace)
+    refresh_gangs([(AttemptFolder(node_name, i), attempts[i]) for i in ids if i in attempts])
     _reconcile(node_name, set(ids))
 
 
@@ -143,7 +145,7 @@ def _report_exit(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict
     attempt_ended(
         attempt_id=attempt.pk, state=state, ended_at=ended_at, exit_code=exit_code, reason=reason
     )
-    limits.remove_cgroup((folder.read("spec") or {}).get("cgroup"))
+    release(folder.read("spec") or {})
     folder.mark_done()
 
 
@@ -162,7 +164,7 @@ def _runner_vanished(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
         % {"node": folder.node_name},
         platform_fault=True,
     )
-    limits.remove_cgroup((folder.read("spec") or {}).get("cgroup"))
+    release(folder.read("spec") or {})
     folder.mark_done()
 
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from django.utils.translation import gettext as _
 
 from jobs.execution.files import node_root
-from jobs.execution.replica import limits, runner, sandbox
+from jobs.execution.replica import limits, runner
 from jobs.execution.replica.failure import disk_full_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
+from jobs.execution.replica.network import NetworkError
 from jobs.execution.replica.prepare import (
     attempt_phases,
     attempt_refusal,
@@ -33,6 +34,8 @@ from jobs.execution.replica.prepare import (
 )
 from jobs.execution.report import attempt_running
 from jobs.models import ReplicaAttempt
+
+from .isolation import Isolation, Refused, isolate, release
 
 RUNNER = Path(runner.__file__)
 STARTED_WAIT_SECONDS = 10
@@ -75,7 +78,6 @@ def _load(attempt_id: int) -> ReplicaAttempt | None:
 
 
 def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
-    job = attempt.replica.job
     # A job on a full disk could not even write its log: the node is at fault, not the job.
     full = disk_full_reason(attempt.node.name, [node_root(attempt.node.name)])
     if full:
@@ -83,15 +85,43 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         return False
     folder.path.mkdir(parents=True, exist_ok=True)
     os.chmod(folder.path, 0o711)  # the job's uid may reach its command file, nothing else
-    uid = sandbox.sandbox_uid(job.pk)
+    try:
+        isolation = isolate(attempt)
+    except Refused as refusal:
+        fail_to_prepare(attempt, str(refusal))
+        return False
+    except NetworkError as error:
+        fail_to_prepare(
+            attempt,
+            _("Could not make the replica's network on node %(node)s: %(error)s.")
+            % {"node": attempt.node.name, "error": error},
+        )
+        return False
+    try:
+        return _start_runner(folder, attempt, isolation)
+    except BaseException:
+        release({"network": isolation.network.as_dict() if isolation.network else None})
+        raise
+    finally:
+        isolation.close_lease()
+
+
+def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Isolation) -> bool:
+    job = attempt.replica.job
+    uid, bwrap, replica_network = isolation.uid, isolation.bwrap, isolation.network
     mounts, missing = replica_mounts(attempt, uid)
     if missing:
         fail_missing_inputs(folder, attempt, missing)
+        release({"network": replica_network.as_dict() if replica_network else None})
         return False
-    bwrap = sandbox.bwrap_path()
-    env = replica_environment(attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid)
+    env = replica_environment(
+        attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid, networked=bool(replica_network)
+    )
     phases = [
-        {"name": name, "argv": phase_argv(folder, attempt, name, command, mounts, uid, bwrap)}
+        {
+            "name": name,
+            "argv": phase_argv(folder, attempt, name, command, mounts, uid, bwrap, replica_network),
+        }
         for name, command in attempt_phases(job)
     ]
     if job.max_runtime_minutes:
@@ -114,20 +144,23 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
         "max_processes": limits.process_limit(job.cpu_milli),
         "sandboxed": bool(bwrap),
         "uid": uid,
+        "network": replica_network.as_dict() if replica_network else None,
     }
     try:
         write_header(folder, attempt, spec)
         folder.write("spec", spec)
     except OSError:
-        limits.remove_cgroup(spec["cgroup"])
+        release(spec)
         raise
     folder.mark_active()
+    lease = [isolation.slot.fd] if isolation.slot else []
     with (folder.path / "runner.err").open("ab") as errors:
         subprocess.run(
             [sys.executable, "-I", "-S", str(RUNNER), str(folder.path)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=errors,
+            pass_fds=lease,  # the runner holds the slot for as long as it lives
             check=True,
         )
     return True

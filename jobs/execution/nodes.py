@@ -28,17 +28,36 @@ def silence_reason(last_heartbeat: datetime | None) -> str:
         return _("No heartbeat from the node agent since %(time)s.") % {"time": when}
 
 
-def node_heartbeat(*, node_name: str, sandboxed: bool) -> None:
-    """The agent of ``node_name`` is alive; bring the node back if only silence had downed it."""
+def isolation_reason(problem: str) -> str:
+    """The node's state reason while its agent cannot isolate jobs (recognised by its prefix)."""
+    return f"{ISOLATION_PREFIX}{problem}"
+
+
+ISOLATION_PREFIX = "Cannot isolate jobs: "
+
+
+def node_heartbeat(*, node_name: str, isolation_problem: str | None, unsafe: bool = False) -> None:
+    """The agent of ``node_name`` is alive; bring the node back if only silence had downed it.
+
+    An agent that cannot isolate jobs (``isolation_problem``) takes its node
+    down with that reason, so nothing is placed there, unless plain processes
+    were asked for (``unsafe``); it brings the node back once the problem is gone.
+    """
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(name=node_name).first()
         if node is None:
             return
-        revived = node.state == Node.State.DOWN and node.state_reason == silence_reason(
+        fields: dict = {"last_heartbeat": timezone.now(), "sandboxed": isolation_problem is None}
+        ours = node.state == Node.State.DOWN and node.state_reason.startswith(ISOLATION_PREFIX)
+        silent = node.state == Node.State.DOWN and node.state_reason == silence_reason(
             node.last_heartbeat
         )
-        fields: dict = {"last_heartbeat": timezone.now(), "sandboxed": sandboxed}
-        if revived:
+        if isolation_problem and not unsafe:
+            if node.state == Node.State.READY or silent or ours:
+                fields.update(
+                    state=Node.State.DOWN, state_reason=isolation_reason(isolation_problem)
+                )
+        elif silent or ours:
             fields.update(state=Node.State.READY, state_reason="")
             schedule_soon()
         Node.objects.filter(pk=node.pk).update(**fields)

@@ -78,6 +78,8 @@ class ReplicaAttempt(models.Model):
     ended_at = models.DateTimeField(_("ended"), null=True, blank=True)
     deadline = models.DateTimeField(_("deadline"), null=True, blank=True)
     log_offset = models.PositiveBigIntegerField(default=0)
+    # The replica's own address in its host's job network (its gang reaches it there).
+    address = models.GenericIPAddressField(_("job address"), protocol="IPv4", null=True, blank=True)
 
     class Meta:
         ordering = ["replica", "number"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from jobs.execution.files import LOG_NAME, attempt_dir, node_root
 
 from .limits import CGROUP_ROOT, cgroup_name
+from .locks import lock_held
 from .runner import read_json, write_json
 
 
@@ -58,17 +59,7 @@ class AttemptFolder:
 
     def runner_alive(self) -> bool:
         """Whether a runner holds ``run.lock`` (the kernel drops it when the runner dies)."""
-        try:
-            fd = os.open(self.path / "run.lock", os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        finally:
-            os.close(fd)
-        return False
+        return lock_held(self.path / "run.lock")
 
     def mark_active(self) -> None:
         self.active_marker.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ from jobs.execution.files import replica_output_dir
 from jobs.execution.report import attempt_ended
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 
-from . import limits, sandbox
+from . import limits, network, sandbox
 from .folder import AttemptFolder
 from .script import command_script
 
@@ -68,7 +68,10 @@ def attempt_phases(job: Job) -> list[tuple[str, str]]:
     return phases
 
 
-def phase_argv(folder, attempt, name, command, mounts, uid, bwrap) -> list[str]:
+def phase_argv(
+    folder, attempt, name, command, mounts, uid, bwrap, replica_network=None
+) -> list[str]:
+    """The phase's command line: in bwrap (in the replica's namespace) or a plain process."""
     command_file = folder.path / f"command-{name}.sh"
     command_file.write_text(command_script(command))
     if uid is not None:
@@ -76,7 +79,8 @@ def phase_argv(folder, attempt, name, command, mounts, uid, bwrap) -> list[str]:
     os.chmod(command_file, 0o400)
     if not bwrap:
         return sandbox.plain_argv(command_file=command_file, uid=uid)
-    return sandbox.bwrap_argv(
+    enter = network.enter_argv(replica_network) if replica_network else []
+    return enter + sandbox.bwrap_argv(
         bwrap=bwrap,
         mounts=mounts,
         command_file=command_file,
@@ -125,18 +129,29 @@ def _make_output(output: Path, uid: int | None) -> None:
     os.chmod(output, 0o700)
 
 
-def replica_environment(attempt, mounts, folder, *, sandboxed, uid) -> dict[str, str]:
+def replica_environment(
+    attempt, mounts, folder, *, sandboxed, uid, networked: bool = False
+) -> dict[str, str]:
+    """The replica's variables; ``networked``: it runs in a job network of its own."""
     job = attempt.replica.job
     paths = None if sandboxed else _plain_paths(folder, mounts, uid)
-    env = job_environment(environment_input_for_job(job), replica_placement(attempt), paths)
+    placement = replica_placement(attempt, networked=networked)
+    env = job_environment(environment_input_for_job(job), placement, paths)
     tmp = "/tmp" if sandboxed else str(folder.path / "tmp")
-    return {
+    env = {
         "PATH": sandbox.job_path_variable(),
         "HOME": tmp,
         "TMPDIR": tmp,
         "LANG": "C.UTF-8",
         **env,
     }
+    if networked and "MASTER_ADDR" in env:
+        # Collective libraries find their own address on the namespace's one interface.
+        env |= {
+            "GLOO_SOCKET_IFNAME": network.INSIDE_DEVICE,
+            "NCCL_SOCKET_IFNAME": network.INSIDE_DEVICE,
+        }
+    return env
 
 
 def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None) -> JobPaths:
@@ -158,7 +173,7 @@ def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None)
     return JobPaths(code=str(links / "code"), output=str(mounts.output), data_root=str(links))
 
 
-def replica_placement(attempt: ReplicaAttempt) -> ReplicaPlacement:
+def replica_placement(attempt: ReplicaAttempt, *, networked: bool = False) -> ReplicaPlacement:
     replica = attempt.replica
     job = replica.job
     host_ports = dict(
@@ -172,19 +187,27 @@ def replica_placement(attempt: ReplicaAttempt) -> ReplicaPlacement:
         .first()
     )
     master = job.replica_set.filter(index=0).select_related("node").first()
+    master_addr = master.node.address if master and master.node else None
+    if networked and master_addr:
+        master_addr = network.reachable_address(master_addr)
     return ReplicaPlacement(
         index=replica.index,
         attempt=attempt.number,
         card_indices=list(replica.card_indices or []),
         host_ports=host_ports,
-        master_addr=master.node.address if master and master.node else None,
+        master_addr=master_addr,
         master_port=rendezvous.host_port if rendezvous else None,
     )
 
 
 def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> None:
     job = attempt.replica.job
-    isolation = "bubblewrap sandbox" if spec["sandboxed"] else "plain process (no bwrap)"
+    if spec.get("network"):
+        isolation = f"bubblewrap sandbox, own network {spec['network']['address']}"
+    elif spec["sandboxed"]:
+        isolation = "UNSAFE: bubblewrap sandbox on the host's network"
+    else:
+        isolation = "UNSAFE: plain process (no bwrap, no own network)"
     memory = limits.cgroup_label(spec["cgroup"])
     processes = spec["max_processes"] if spec["uid"] is not None else "not limited"
     lines = [

@@ -17,10 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+
+from .host_network import host_problem
 
 SANDBOX_COMMAND_PATH = "/run/trainyard/command.sh"
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/sys")
@@ -35,11 +38,28 @@ def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def sandbox_uid(job_id: int) -> int | None:
-    """The job's own unprivileged uid when the agent is root; None: run as the agent's user."""
+# The answer changes only when an admin installs something: asked again after this long.
+PROBLEM_CACHE_SECONDS = 5.0
+_problem_cache: tuple[float, str | None] | None = None
+
+
+def isolation_problem() -> str | None:
+    """Why replicas on this host cannot be isolated (sandbox, uid, network), or None."""
+    global _problem_cache
+    now = time.monotonic()
+    if _problem_cache is None or now - _problem_cache[0] > PROBLEM_CACHE_SECONDS:
+        _problem_cache = (now, _isolation_problem())
+    return _problem_cache[1]
+
+
+def _isolation_problem() -> str | None:
     if os.geteuid() != 0:
-        return None
-    return settings.TRAINYARD_SANDBOX_UID_BASE + job_id % settings.TRAINYARD_SANDBOX_UID_COUNT
+        return "the agent does not run as root"
+    if bwrap_path() is None:
+        if settings.TRAINYARD_SANDBOX == "off":
+            return "the sandbox is turned off (TRAINYARD_SANDBOX=off)"
+        return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
+    return host_problem()
 
 
 def python_environment_paths() -> list[str]:

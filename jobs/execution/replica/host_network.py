@@ -1,0 +1,152 @@
+"""The host's part of the job network: the bridge, forwarding and the ``inet trainyard`` table.
+
+Installed once per host by ``manage.py job_network install`` (``make run`` and
+``.ci/run`` run it as root); ``host_problem`` is what the agent checks before
+every replica start. What the rules allow is described in ``network.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+from .network import (
+    TABLE,
+    NetworkError,
+    bridge,
+    gateway,
+    missing_tools,
+    require_tools,
+    run,
+    run_output,
+    sysctl,
+)
+from .slots import job_subnet
+
+
+def platform_addresses() -> list[str]:
+    """Addresses a job must never reach beyond its host (the host's own are all closed)."""
+    names = [urlsplit(url).hostname for url in (settings.DATABASE_URL, settings.REDIS_URL) if url]
+    names += [h.strip("[]") for h in settings.ALLOWED_HOSTS if h not in ("*",) and "*" not in h]
+    found = {ipaddress.IPv4Network("169.254.0.0/16")}
+    for entry in [*names, *settings.TRAINYARD_PLATFORM_ADDRESSES]:
+        if not entry or entry.startswith("."):
+            continue
+        try:
+            candidates = [entry] if _is_network(entry) else _resolve(entry)
+        except OSError:
+            continue
+        for candidate in candidates:
+            net = ipaddress.ip_network(candidate, strict=False)
+            if net.version == 4:
+                found.add(net)
+    return [str(net) for net in ipaddress.collapse_addresses(found)]
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _resolve(name: str) -> list[str]:
+    return sorted({info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)})
+
+
+def peer_routes() -> list[tuple[str, str]]:
+    """(subnet, via) of the other hosts' job subnets: ``TRAINYARD_JOB_PEER_SUBNETS``."""
+    routes = []
+    for entry in settings.TRAINYARD_JOB_PEER_SUBNETS:
+        subnet, _sep, via = entry.partition("=")
+        routes.append((str(ipaddress.IPv4Network(subnet)), via))
+    return routes
+
+
+def host_ruleset() -> str:
+    subnet = str(job_subnet())
+    networks = ", ".join([subnet, *(peer for peer, _via in peer_routes())])
+    platform = ", ".join(platform_addresses())
+    egress = (
+        ""
+        if settings.TRAINYARD_JOB_EGRESS
+        else (f'        iifname "{bridge()}" ip daddr != {{ {networks} }} drop\n')
+    )
+    return f"""table inet {TABLE}
+delete table inet {TABLE}
+table inet {TABLE} {{
+    map published {{ type inet_proto . inet_service : ipv4_addr . inet_service; }}
+    set platform {{ type ipv4_addr; flags interval; elements = {{ {platform} }} }}
+    chain prerouting {{
+        type nat hook prerouting priority dstnat;
+        fib daddr type local dnat ip to meta l4proto . th dport map @published
+    }}
+    chain output {{
+        type nat hook output priority -100;
+        fib daddr type local dnat ip to meta l4proto . th dport map @published
+    }}
+    chain postrouting {{
+        type nat hook postrouting priority srcnat;
+        oifname "{bridge()}" ct status dnat masquerade
+        ip saddr {subnet} ip daddr != {{ {networks} }} oifname != "{bridge()}" masquerade
+    }}
+    chain input {{
+        type filter hook input priority filter;
+        iifname "{bridge()}" ct state established,related accept
+        iifname "{bridge()}" drop
+    }}
+    chain forward {{
+        type filter hook forward priority filter;
+        iifname "{bridge()}" ip daddr @platform drop
+        iifname "{bridge()}" meta nfproto ipv6 drop
+{egress}    }}
+}}
+"""
+
+
+def install_host() -> None:
+    """Make the bridge, turn on forwarding and (re)load the host's table; idempotent.
+
+    Reloading the table drops published ports of running replicas; the agent
+    publishes them again (``republish``) when it starts.
+    """
+    require_tools()
+    subnet = job_subnet()
+    if not Path(f"/sys/class/net/{bridge()}").exists():
+        run(["ip", "link", "add", bridge(), "type", "bridge"])
+    run(["ip", "addr", "replace", f"{gateway()}/{subnet.prefixlen}", "dev", bridge()])
+    run(["ip", "link", "set", bridge(), "up"])
+    sysctl("net.ipv4.ip_forward", "1")
+    # Loopback clients of published ports: their packets leave through the bridge.
+    sysctl(f"net.ipv4.conf.{bridge()}.route_localnet", "1")
+    run(["nft", "-f", "-"], stdin=host_ruleset())
+    for peer, via in peer_routes():
+        if via:
+            run(["ip", "route", "replace", peer, "via", via])
+
+
+def remove_host() -> None:
+    with contextlib.suppress(NetworkError):
+        run(["nft", "delete", "table", "inet", TABLE])
+    if Path(f"/sys/class/net/{bridge()}").exists():
+        run(["ip", "link", "delete", bridge()])
+
+
+def host_problem() -> str | None:
+    """Why this host cannot give replicas networks of their own, or None when it can."""
+    missing = missing_tools()
+    if missing:
+        return f"{', '.join(missing)} not installed (Debian: iproute2, nftables, util-linux)"
+    if not Path(f"/sys/class/net/{bridge()}").exists():
+        return f"the job bridge {bridge()} does not exist (run manage.py job_network install)"
+    if f'iifname "{bridge()}" drop' not in run_output(
+        ["nft", "list", "chain", "inet", TABLE, "input"]
+    ):
+        return f"the nftables table inet {TABLE} is missing (run manage.py job_network install)"
+    return None
