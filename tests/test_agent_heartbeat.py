@@ -5,7 +5,7 @@ import json
 import pytest
 
 from jobs.execution.files import attempt_dir
-from jobs.models import Job, ReplicaAttempt
+from jobs.models import Job, Replica, ReplicaAttempt
 from resources.models import Node, SiteSettings
 from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state, wait_until
 
@@ -46,3 +46,37 @@ def test_silent_node_goes_down_its_replica_is_lost_and_runs_again_elsewhere(agen
     assert json.loads(exit_json.read_text())["summary"] == "killed by SIGKILL"
     wait_until(lambda: Node.objects.get(pk=doomed.pk).state == Node.State.READY, what="ready")
     assert ReplicaAttempt.objects.get(pk=first.pk).state == ReplicaAttempt.State.LOST
+
+
+@pytest.mark.django_db(transaction=True)
+def test_heartbeat_goes_on_while_an_attempt_is_busy_starting(tmp_path, settings):
+    """Finding 3: a slow start held the attempt's lock, the poll waited on it, the node went lost.
+
+    However long preparing one replica takes, the poll heartbeats and looks at
+    the other attempts; the busy one waits for the next pass.
+    """
+    import fcntl
+    import threading
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.agent.poll import poll_node
+    from jobs.execution.replica.folder import AttemptFolder
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
+    node = make_node()
+    Node.objects.filter(pk=node.pk).update(last_heartbeat=timezone.now() - timedelta(minutes=1))
+    replica = Replica.objects.create(job=cpu_job("sleep 60"), index=0, node=node)
+    attempt = ReplicaAttempt.objects.create(replica=replica, node=node, number=1)
+    busy = AttemptFolder(node.name, attempt.pk)
+    busy.mark_active()
+    busy.path.mkdir(parents=True)
+    with (busy.path / "agent.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # what start_attempt holds while it prepares
+        poll = threading.Thread(target=poll_node, args=(node.name,), daemon=True)
+        poll.start()
+        poll.join(timeout=20)
+        assert not poll.is_alive(), "the poll waited on a busy attempt"
+    beat = Node.objects.get(pk=node.pk).last_heartbeat
+    assert beat > timezone.now() - timedelta(seconds=30)

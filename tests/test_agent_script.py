@@ -46,3 +46,46 @@ def test_syntax_error_fails_on_its_line(tmp_path):
     result = run('echo ok\necho "unterminated\necho never', tmp_path)
     assert result.returncode != 0
     assert result.stdout == "ok\n"
+
+
+def bash_checks(monkeypatch) -> list[str]:
+    """Count the ``bash -n`` runs grouping a command costs (each is a process on the node)."""
+    from jobs.execution.replica import script
+
+    calls: list[str] = []
+    real_run = script.subprocess.run
+
+    def counting_run(argv, *args, **kwargs):
+        calls.append(kwargs.get("input", ""))
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(script.subprocess, "run", counting_run)
+    return calls
+
+
+def test_grouping_work_grows_linearly_with_a_hostile_command(monkeypatch):
+    """Finding 3: ``if`` + 4,995 lines of ``x`` ran one ``bash -n`` per line on a growing text."""
+    calls = bash_checks(monkeypatch)
+    command = "if\n" + "x\n" * 4995
+    groups = command_groups(command)
+    assert len(groups) == 4996  # it never parses: the lines stay apart, errors on their lines
+    assert len(calls) <= 4
+    assert sum(len(text) for text in calls) <= 3 * len(command)
+
+
+def test_grouping_work_is_bounded_when_every_line_could_close_a_construct(monkeypatch):
+    calls = bash_checks(monkeypatch)
+    command = "if true; then\n" + "echo ')' \"x\" done fi\n" * 3000
+    command_groups(command)
+    assert sum(len(text) for text in calls) <= 40 * len(command)
+
+
+def test_a_command_that_parses_as_a_whole_keeps_its_constructs(monkeypatch, tmp_path):
+    calls = bash_checks(monkeypatch)
+    body = "".join(f"  echo {i}\n" for i in range(2000))
+    command = f"for i in 1; do\n{body}done\necho after"
+    assert [line for line, _ in command_groups(command)] == [1, 2003]
+    assert len(calls) <= 4
+    result = run(command, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "after"
