@@ -14,6 +14,7 @@ import fcntl
 import signal
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -28,22 +29,28 @@ from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 
 from .isolation import refresh_gangs, release, unsafe
-from .start import report_started, start_attempt
+from .start import report_started
+from .tasks import agent_queues
 
 State = ReplicaAttempt.State
 VANISHED_AFTER = timedelta(seconds=30)
 
 
 def poll_node(node_name: str) -> bool:
-    """One pass; False if another pass of this node is still running."""
+    """One pass; False if another pass of this node is still running.
+
+    The heartbeat comes first and waits on nothing a job controls: a pass
+    still busy, or an attempt whose start or stop holds its lock, is passed
+    over until the next poll, never waited for.
+    """
     root = node_root(node_name)
     root.mkdir(parents=True, exist_ok=True)
+    node_heartbeat(node_name=node_name, isolation_problem=isolation_problem(), unsafe=unsafe())
     with (root / "poll.lock").open("a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        node_heartbeat(node_name=node_name, isolation_problem=isolation_problem(), unsafe=unsafe())
         _watch_all(node_name)
     return True
 
@@ -60,8 +67,9 @@ def _watch_all(node_name: str) -> None:
             release(folder.read("spec") or {})
             folder.mark_done()
             continue
-        with folder.lock():
-            _watch(folder, attempt, grace)
+        with folder.try_lock() as locked:
+            if locked:
+                _watch(folder, attempt, grace)
     refresh_gangs([(AttemptFolder(node_name, i), attempts[i]) for i in ids if i in attempts])
     _reconcile(node_name, set(ids))
 
@@ -189,7 +197,10 @@ def _reconcile(node_name: str, tracked: set[int]) -> None:
         "pk", flat=True
     ):
         if not AttemptFolder(node_name, attempt_id).exists("spec"):
-            start_attempt(attempt_id)
+            # As a task of its own: preparing it must not hold up this pass.
+            current_app.send_task(
+                "jobs.agent.start_attempt", args=[attempt_id], queue=agent_queues(node_name)[0]
+            )
     orphans = here.filter(state=State.RUNNING, started_at__lt=cutoff)
     for attempt_id in orphans.values_list("pk", flat=True):
         if AttemptFolder(node_name, attempt_id).exists("exit"):

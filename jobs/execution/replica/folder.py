@@ -57,6 +57,18 @@ class AttemptFolder:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
 
+    @contextlib.contextmanager
+    def try_lock(self) -> Iterator[bool]:
+        """The same lock without waiting: yields False while a start or stop holds it."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with (self.path / "agent.lock").open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+
     def runner_alive(self) -> bool:
         """Whether a runner holds ``run.lock`` (the kernel drops it when the runner dies)."""
         return lock_held(self.path / "run.lock")

@@ -21,6 +21,11 @@ STATUS_CHECK = (
     'exit "$__trainyard_status"; fi'
 )
 QUOTED_COMMAND_CHARS = 200
+# What grouping may hand to ``bash -n`` in all: this many times the command, plus a little.
+CHECK_BUDGET_FACTOR = 32
+CHECK_BUDGET_BASE = 64 * 1024
+# What can complete an open construct: closing keywords, brackets and quotes.
+CLOSERS = re.compile(r"\b(?:fi|done|esac)\b|[)}\]'\"`]")
 # Words, paths, options and $NAME only: no quote, bracket, operator or keyword can be open.
 PLAIN_WORDS = re.compile(r"(?:[\w./=:,@%+-]|[ \t]|\$\w+)*")
 KEYWORDS = {
@@ -56,23 +61,60 @@ def command_script(command: str) -> str:
 
 
 def command_groups(command: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each command; blank lines and comments are skipped."""
+    """(first line number, text) of each command; blank lines and comments are skipped.
+
+    A line joins the open construct before it until ``bash -n`` says the
+    construct is complete. Asking costs a process and the construct's length,
+    so it is asked only when the new line could close something (a closing
+    keyword, bracket or quote, a here-document, a line after an operator), and
+    within a budget proportional to the command: a hostile command cannot
+    make this quadratic. Past the budget the rest is one group if it parses.
+    """
     groups: list[tuple[int, str]] = []
     pending: list[str] = []
     start = 0
-    for number, line in _joined_lines(command):
+    budget = CHECK_BUDGET_FACTOR * len(command) + CHECK_BUDGET_BASE
+    lines = _joined_lines(command)
+    for position, (number, line) in enumerate(lines):
         if not pending and (not line.strip() or line.lstrip().startswith("#")):
             continue
         if not pending:
             start = number
         pending.append(line)
-        if _parses("\n".join(pending)):
-            groups.append((start, "\n".join(pending)))
+        if len(pending) > 1 and not _may_close(pending):
+            continue
+        text = "\n".join(pending)
+        if budget < len(text):
+            rest = "\n".join([text, *(later for _n, later in lines[position + 1 :])])
+            groups.extend(_rest_groups(start, rest))
+            return groups
+        budget -= len(text)
+        if _parses(text):
+            groups.append((start, text))
             pending = []
     if pending:
-        # Never parses: keep the lines apart so bash reports the syntax error on its line.
-        groups.extend((start + offset, line) for offset, line in enumerate(pending))
+        groups.extend(_apart(start, pending))
     return groups
+
+
+def _may_close(pending: list[str]) -> bool:
+    """Whether the last line could complete the construct the lines before it opened."""
+    line, before = pending[-1], pending[-2].rstrip()
+    if before.endswith(("&&", "||", "|", "\\")) or any("<<" in text for text in pending):
+        return True
+    return bool(CLOSERS.search(line))
+
+
+def _rest_groups(start: int, rest: str) -> list[tuple[int, str]]:
+    """Past the budget: everything left as one command if it parses, else line by line."""
+    if _parses(rest):
+        return [(start, rest)]
+    return _apart(start, rest.split("\n"))
+
+
+def _apart(start: int, lines: list[str]) -> list[tuple[int, str]]:
+    """Lines that never parse together: kept apart, so bash reports the error on its line."""
+    return [(start + offset, line) for offset, line in enumerate(lines) if line.strip()]
 
 
 def _joined_lines(command: str) -> list[tuple[int, str]]:
