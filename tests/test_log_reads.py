@@ -31,7 +31,7 @@ def test_tail_of_one_huge_line_reads_a_bounded_part_and_marks_the_cut(tmp_path):
     log = tmp_path / "output.log"
     log.write_bytes(b"x" * (30 * MB))
     tail, peak = peak_bytes(lambda: log_tail(log, lines=1))
-    assert peak <= 4 * MB
+    assert peak <= 6 * MB  # a few copies of the 1 MiB window; today: twice the whole log
     assert len(tail) <= MAX_SHOWN_LINE_CHARS + 100
     assert "characters cut" in tail
 

@@ -16,7 +16,11 @@ from pathlib import Path
 from django.conf import settings
 
 LOG_NAME = "output.log"
-TAIL_BLOCK_BYTES = 8192
+TAIL_BLOCK_BYTES = 64 * 1024
+# What a tail reads at most, and the longest line a page shows (by its end, with CUT_MARK).
+TAIL_READ_BYTES = 1024 * 1024
+MAX_SHOWN_LINE_CHARS = 4096
+CUT_MARK = "[… {count} characters cut] "
 # What a node may be called: one folder name, never a path (``Node.name`` validates it too).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -41,28 +45,51 @@ def replica_output_dir(node_name: str, job_id: int, replica_index: int) -> Path:
 
 
 def log_tail(path: Path, *, lines: int) -> str:
-    """The last ``lines`` lines of a log, read from its end (logs can be large)."""
+    """The last ``lines`` lines of a log, read from its end in bounded time and memory.
+
+    A job controls its log: at most ``TAIL_READ_BYTES`` are read whatever it
+    wrote, and a line longer than ``MAX_SHOWN_LINE_CHARS`` is shown by its end
+    with a marker (``shown_line``). The download stays whole.
+    """
+    if lines <= 0:
+        return ""
+    blocks: list[bytes] = []
+    newlines = read = 0
     try:
         with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            position = handle.tell()
-            data = b""
-            while position > 0 and data.count(b"\n") <= lines:
+            position = handle.seek(0, os.SEEK_END)
+            while position > 0 and newlines <= lines and read < TAIL_READ_BYTES:
                 step = min(TAIL_BLOCK_BYTES, position)
                 position -= step
                 handle.seek(position)
-                data = handle.read(step) + data
+                blocks.append(handle.read(step))
+                newlines += blocks[-1].count(b"\n")
+                read += step
     except FileNotFoundError:
         return ""
-    text = data.decode("utf-8", errors="replace")
-    return "\n".join(text.splitlines()[-lines:]) if lines else ""
+    text = b"".join(reversed(blocks)).decode("utf-8", errors="replace")
+    found = text.splitlines()[-lines:]
+    if found and position > 0 and len(found) == len(text.splitlines()):
+        found[0] = CUT_MARK.format(count=f"{position:,}+") + found[0]
+    return "\n".join(shown_line(line) for line in found)
+
+
+def shown_line(line: str) -> str:
+    """A line as a page shows it: its last ``MAX_SHOWN_LINE_CHARS`` characters at most."""
+    if len(line) <= MAX_SHOWN_LINE_CHARS:
+        return line
+    cut = len(line) - MAX_SHOWN_LINE_CHARS
+    if line.startswith("[… "):  # already cut at the start of the window: say both
+        return CUT_MARK.format(count=f"{cut:,}+") + line[-MAX_SHOWN_LINE_CHARS:]
+    return CUT_MARK.format(count=f"{cut:,}") + line[-MAX_SHOWN_LINE_CHARS:]
 
 
 def log_read(path: Path, *, offset: int, max_bytes: int, complete: bool) -> tuple[list[str], int]:
     """Whole lines of a log from byte ``offset`` (at most ``max_bytes``) and where to read next.
 
     A line still being written waits for the next read, unless the writer has ended
-    (``complete``) or the line alone fills ``max_bytes`` (then it comes in pieces).
+    (``complete``) or the line alone fills ``max_bytes`` (then it comes in pieces,
+    each shown by ``shown_line``).
     """
     try:
         with path.open("rb") as handle:
@@ -74,7 +101,8 @@ def log_read(path: Path, *, offset: int, max_bytes: int, complete: bool) -> tupl
         end = len(data)
     else:
         end = data.rfind(b"\n") + 1 or (len(data) if len(data) == max_bytes else 0)
-    return data[:end].decode("utf-8", errors="replace").splitlines(), offset + end
+    text = data[:end].decode("utf-8", errors="replace")
+    return [shown_line(line) for line in text.splitlines()], offset + end
 
 
 @dataclass(frozen=True)
