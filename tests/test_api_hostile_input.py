@@ -111,3 +111,30 @@ def test_pages_keep_their_html_refusals(owner_client):
     response = owner_client.get("/jobs/999999/")
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["project", "name", "command", "template", "augmentation_command", "code_version", "image"],
+)
+def test_a_lone_surrogate_in_a_text_field_is_a_422_naming_it(api, field):
+    """Finding 8: PostgreSQL (UTF-8) cannot store "\\ud800"; it answered 500."""
+    body = json.dumps(job_body(**{field: "x\ud800"}))
+    response = api.post("/api/v1/jobs", body, content_type=JSON)
+    assert response.status_code == 422, response.content
+    assert list(response.json()["errors"]) == [field]
+
+
+def test_a_body_nested_50000_deep_is_a_4xx_not_a_recursion_error(api):
+    body = "[" * 50_000 + '"\\u0000"' + "]" * 50_000
+    response = api.post("/api/v1/jobs", body, content_type=JSON)
+    assert 400 <= response.status_code < 500
+    assert response.json()
+
+
+def test_an_anonymous_post_is_a_401_not_a_csrf_403(client, db):
+    """Finding 10: the README promises 401 without a token; it answered 403 CSRF."""
+    client.handler.enforce_csrf_checks = True
+    response = client.post("/api/v1/jobs", job_body(), content_type=JSON)
+    assert response.status_code == 401
+    assert response.json() == {"detail": "Authentication required"}

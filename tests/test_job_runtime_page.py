@@ -247,3 +247,45 @@ def test_each_poll_brings_the_state_and_actions_and_a_new_state_the_times(owner_
     assert "Run again" in changed
     assert "Done" in changed
     assert "hx-trigger" not in changed  # a finished job's panel stops polling
+
+
+def test_an_output_named_with_a_newline_is_listed_and_downloads(owner_client, ran):
+    """Finding 7: a newline in an output's name made the job page 500 for everyone."""
+    job, _attempts = ran
+    output = replica_output_dir("gpu-a", job.pk, 0)
+    (output / "two\nlines.txt").write_text("odd name")
+    page = owner_client.get(reverse("jobs:detail", args=[job.pk]))
+    assert page.status_code == 200
+    assert panel(owner_client, job).status_code == 200
+    url = reverse("jobs:output_download", args=[job.pk, 0, "gpu-a", "two\nlines.txt"])
+    response = owner_client.get(url)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"odd name"
+
+
+def test_a_null_byte_in_an_output_path_is_a_404(owner_client, ran):
+    job, _attempts = ran
+    url = reverse("jobs:output_download", args=[job.pk, 0, "gpu-a", "metrics.json"])
+    assert owner_client.get(url + "%00").status_code == 404
+
+
+def test_the_output_walk_stops_at_a_bounded_number_of_entries(ran, monkeypatch):
+    """60,000 empty folders took the page 1.2 s: the walk looks at a bounded number."""
+    from jobs.execution import files
+
+    job, _attempts = ran
+    output = replica_output_dir("gpu-a", job.pk, 0)
+    for i in range(3000):
+        (output / "empty" / str(i)).mkdir(parents=True)
+    seen = []
+    real_walk = files.os.walk
+
+    def counting_walk(*args, **kwargs):
+        for entry in real_walk(*args, **kwargs):
+            seen.append(entry[0])
+            yield entry
+
+    monkeypatch.setattr(files.os, "walk", counting_walk)
+    listed = files.output_files(output)
+    assert {f.relative_path for f in listed} >= {"metrics.json", "checkpoints/epoch-1.pt"}
+    assert len(seen) <= getattr(files, "OUTPUT_WALK_ENTRIES", 1000) + 1
