@@ -1,7 +1,22 @@
-from django.urls import path
+from django.urls import path, register_converter
 
 from . import detail_views, form_views, runtime_views, template_views, views
 from .estimates import views as estimate_views
+
+
+class OutputPathConverter:
+    """A path a job wrote: any characters (a newline too) but NUL, which no file name holds."""
+
+    regex = "[^\x00]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(OutputPathConverter, "outputpath")
 
 app_name = "jobs"
 urlpatterns = [
@@ -25,7 +40,7 @@ urlpatterns = [
         name="log_download",
     ),
     path(
-        "<int:pk>/outputs/<int:replica>/<str:node>/<path:path>",
+        "<int:pk>/outputs/<int:replica>/<str:node>/<outputpath:path>",
         runtime_views.job_output_download,
         name="output_download",
     ),

@@ -63,7 +63,7 @@ PAGES: dict[str, list[Case]] = {
     "jobs/<int:pk>/logs/<int:attempt_id>/download/": [
         Case("GET", "/jobs/{job}/logs/{attempt}/download/", PROJECT_ONLY)
     ],
-    "jobs/<int:pk>/outputs/<int:replica>/<str:node>/<path:path>": [
+    "jobs/<int:pk>/outputs/<int:replica>/<str:node>/<outputpath:path>": [
         Case("GET", "/jobs/{job}/outputs/0/v100-a/metrics.json", PROJECT_ONLY)
     ],
     "jobs/<int:pk>/ports/": [

@@ -11,7 +11,8 @@ from django.utils.translation import gettext as _
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError
 from ninja.errors import ValidationError as NinjaValidationError
-from ninja.security import HttpBearer, django_auth
+from ninja.security import HttpBearer
+from ninja.security.session import SessionAuth
 
 from jobs.models import ApiToken
 from jobs.models.templates import hash_token
@@ -29,11 +30,24 @@ class BearerToken(HttpBearer):
         return row.user
 
 
+class BrowserSession(SessionAuth):
+    """The browser's session; its CSRF check only matters once there is a session to abuse.
+
+    Without one the request is anonymous and answers 401, as a request with a
+    bad token does, not ninja's "403 CSRF check Failed".
+    """
+
+    def _get_key(self, request: HttpRequest):
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
 api = NinjaAPI(
     title="Trainyard API",
     version="1",
     urls_namespace="api",
-    auth=[BearerToken(), django_auth],
+    auth=[BearerToken(), BrowserSession()],
     openapi_url="/openapi.json",
     docs_url="/docs",
 )

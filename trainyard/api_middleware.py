@@ -6,24 +6,34 @@ over the upload limit (400), an unexpected error (500). Each is plain text or
 HTML; under ``/api/`` they become ``{"detail": "<reason>"}`` with the same
 status and headers.
 
-PostgreSQL text cannot hold the NUL character. The pages' form fields refuse it
-one by one (Django's ``ProhibitNullCharactersValidator``); the API's schemas
-take any string, so it is refused here once, naming the field, before a view
-could hand it to the database.
+PostgreSQL text cannot hold the NUL character, nor a lone surrogate (JSON's
+``"\ud800"``, which UTF-8 cannot encode). The pages' form fields refuse NUL
+one by one (Django's ``ProhibitNullCharactersValidator``; a form post cannot
+carry a surrogate); the API's schemas take any string, so both are refused
+here once, naming the field, before a view could hand them to the database.
+A body nested deeper than ``MAX_JSON_DEPTH`` is refused before anything
+parses it (Python's parser would recurse past its limit).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.core.validators import ProhibitNullCharactersValidator
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.translation import gettext as _
 
 API_PREFIX = "/api/"
 # Response headers a JSON refusal keeps (what a client needs to act on it).
 KEPT_HEADERS = ("Allow", "WWW-Authenticate", "Retry-After")
+# Deeper than any job body needs, far below the parser's recursion limit.
+MAX_JSON_DEPTH = 64
+# A JSON escape of a UTF-16 surrogate: what a lone one takes to get into a body.
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def is_api(request: HttpRequest) -> bool:
@@ -50,48 +60,85 @@ class ApiJsonErrorsMiddleware:
 
 
 class ApiTextInputMiddleware:
-    """A query value or JSON string under ``/api/`` holding NUL is a 422 naming its field."""
+    """Under ``/api/``: text PostgreSQL cannot store is a 422 naming its field; so is deep JSON."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if is_api(request):
-            fields = sorted(set(_fields_with_nul(request)))
-            if fields:
-                message = str(ProhibitNullCharactersValidator.message)
-                return JsonResponse({"errors": {f: [message] for f in fields}}, status=422)
+            if request.method in ("POST", "PUT", "PATCH") and too_deep(request.body):
+                message = _("The body is nested deeper than %(depth)d levels.") % {
+                    "depth": MAX_JSON_DEPTH
+                }
+                return JsonResponse({"errors": {"__all__": [message]}}, status=422)
+            errors = dict(_unstorable_fields(request))
+            if errors:
+                return JsonResponse(
+                    {"errors": {field: [errors[field]] for field in sorted(errors)}}, status=422
+                )
         return self.get_response(request)
 
 
-def _fields_with_nul(request: HttpRequest) -> Iterator[str]:
+def too_deep(body: bytes) -> bool:
+    """Whether JSON ``body`` nests arrays and objects deeper than ``MAX_JSON_DEPTH``."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for token in JSON_TOKENS.finditer(body):
+        mark = token[0]
+        if mark in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif mark in (b"]", b"}"):
+            depth -= 1
+    return False
+
+
+def _unstorable_fields(request: HttpRequest) -> Iterator[tuple[str, str]]:
+    nul = str(ProhibitNullCharactersValidator.message)
     for key, values in request.GET.lists():
         if any("\x00" in value for value in values):
-            yield key
+            yield key, nul
     if request.method not in ("POST", "PUT", "PATCH"):
         return
-    # In UTF-8 JSON a NUL can only be the escape \u0000 (a raw one is invalid JSON);
-    # UTF-16 and UTF-32 JSON, which json.loads reads too, hold zero bytes. A body with
-    # neither is not parsed twice.
+    # In UTF-8 JSON a NUL can only be the escape \u0000 (a raw one is invalid JSON), a lone
+    # surrogate only an escape; UTF-16 and UTF-32 JSON, which json.loads reads too, hold
+    # zero bytes. A body with none of them is not parsed twice.
     body = request.body
-    if b"\\u0000" in body or b"\0" in body:
+    if b"\\u0000" in body or b"\0" in body or SURROGATE_ESCAPE.search(body):
         try:
             parsed = json.loads(body)
         except ValueError:
             return  # ninja answers 400 "Cannot parse request body"
-        yield from _paths_with_nul(parsed, "")
+        surrogate = _("Text must be valid Unicode: this holds a lone surrogate.")
+        for path, text in _strings(parsed):
+            if "\x00" in text:
+                yield path, nul
+            elif _has_surrogate(text):
+                yield path, surrogate
 
 
-def _paths_with_nul(value: Any, path: str) -> Iterator[str]:
-    """Dotted paths (``resources.gpu_model``, ``datasets.0``) of strings holding NUL."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            yield path or "__all__"
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths_with_nul(item, f"{path}.{key}" if path else str(key))
-            if "\x00" in key:
-                yield path or "__all__"
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _paths_with_nul(item, f"{path}.{index}" if path else str(index))
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _strings(value: Any) -> Iterator[tuple[str, str]]:
+    """(dotted path, text) of every string and key in a parsed body, without recursion."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            yield path or "__all__", item
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                yield path or "__all__", key
+                stack.append((f"{path}.{key}" if path else str(key), child))
+        elif isinstance(item, list):
+            for index, child in enumerate(item):
+                stack.append((f"{path}.{index}" if path else str(index), child))

@@ -21,6 +21,8 @@ TAIL_BLOCK_BYTES = 64 * 1024
 TAIL_READ_BYTES = 1024 * 1024
 MAX_SHOWN_LINE_CHARS = 4096
 CUT_MARK = "[… {count} characters cut] "
+# Folders and files an output listing looks at, at most.
+OUTPUT_WALK_ENTRIES = 2000
 # What a node may be called: one folder name, never a path (``Node.name`` validates it too).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -115,14 +117,22 @@ def output_files(root: Path, *, limit: int = 1000) -> list[OutputFile]:
     """Regular files under an output folder; symbolic links are never followed.
 
     A job controls what it writes there, so a link to a platform file must not
-    make the web server read that file.
+    make the web server read that file, and the walk looks at no more than
+    ``OUTPUT_WALK_ENTRIES`` folders and files however many it made.
     """
     found: list[OutputFile] = []
+    entries = 0
     for directory, dirnames, filenames in os.walk(root, followlinks=False):
+        entries += 1 + len(filenames)
+        if entries > OUTPUT_WALK_ENTRIES:
+            break
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(directory) / name
-            info = path.lstat()
+            try:
+                info = path.lstat()
+            except OSError:  # gone since the walk listed it
+                continue
             if stat.S_ISREG(info.st_mode):
                 found.append(OutputFile(str(path.relative_to(root)), info.st_size))
                 if len(found) >= limit:
@@ -139,6 +149,8 @@ def open_output_file(root: Path, relative_path: str):
     """
     parts = Path(relative_path).parts
     if not parts or relative_path.startswith("/") or any(p in ("..", ".") for p in parts):
+        return None
+    if "\x00" in relative_path:
         return None
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
