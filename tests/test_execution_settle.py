@@ -140,6 +140,13 @@ def test_an_attempt_of_an_earlier_try_changes_nothing():
     assert state_of(job).state == Job.State.RUNNING
 
 
+def watched_since(seconds: int) -> None:
+    """The heartbeat check has run every few seconds for this long (beat does, every 2 s)."""
+    now = timezone.now()
+    for ago in range(seconds, -1, -5):
+        nodes_check_heartbeats(now=now - timedelta(seconds=ago))
+
+
 def test_silent_node_goes_down_and_its_attempts_are_lost():
     SiteSettings.objects.update_or_create(pk=1, defaults={"heartbeat_timeout_seconds": 60})
     job, (attempt,) = running_job()
@@ -148,7 +155,10 @@ def test_silent_node_goes_down_and_its_attempts_are_lost():
     Node.objects.filter(pk=node.pk).update(last_heartbeat=timezone.now() - timedelta(seconds=61))
     never_heard = make_node()  # never had an agent: left alone
     slurm = make_node(executor="slurm", last_heartbeat=timezone.now() - timedelta(days=1))
-    assert nodes_check_heartbeats() == [node.name]
+    watched_since(55)
+    assert nodes_check_heartbeats() == []  # silent for 61 s, but watched for 55 s only
+    watched_since(65)
+    assert Node.objects.get(pk=node.pk).state == Node.State.DOWN
     assert Node.objects.get(pk=node.pk).state == Node.State.DOWN
     assert {n.state for n in Node.objects.filter(pk__in=[never_heard.pk, slurm.pk])} == {"ready"}
     lost = ReplicaAttempt.objects.get(pk=attempt.pk)
@@ -158,9 +168,33 @@ def test_silent_node_goes_down_and_its_attempts_are_lost():
     assert nodes_check_heartbeats() == []  # already down
 
 
+def test_after_an_outage_of_the_checker_too_exits_are_reported_before_anything_is_lost():
+    """Finding 5: agent and central worker down 71 s; 4 finished jobs were lost and run again.
+
+    Silence the checker did not watch proves nothing: when it comes back it
+    gives every agent a whole timeout to report what its runners recorded.
+    """
+    SiteSettings.objects.update_or_create(pk=1, defaults={"heartbeat_timeout_seconds": 60})
+    job, (attempt,) = running_job()
+    now = timezone.now()
+    attempt_running(attempt_id=attempt.pk, started_at=now - timedelta(minutes=3))
+    node = attempt.node
+    watched_since(30)  # the checker ran until 71 s ago ...
+    Node.objects.filter(pk=node.pk).update(last_heartbeat=now - timedelta(seconds=71))
+    later = now + timedelta(seconds=71)  # ... and both come back 71 s later
+    assert nodes_check_heartbeats(now=later) == []
+    assert ReplicaAttempt.objects.get(pk=attempt.pk).state == State.RUNNING
+    # The agent's first poll: its heartbeat, then the exit its runner wrote meanwhile.
+    node_heartbeat(node_name=node.name, isolation_problem=None)
+    end(attempt, State.SUCCEEDED)
+    assert nodes_check_heartbeats(now=later + timedelta(seconds=2)) == []
+    assert state_of(job).state == Job.State.SUCCEEDED
+    assert ReplicaAttempt.objects.filter(replica__job=job).count() == 1  # never run again
+
+
 def test_heartbeat_brings_back_a_node_downed_for_silence_but_not_one_an_admin_downed():
     silent = make_node(last_heartbeat=timezone.now() - timedelta(hours=1))
-    nodes_check_heartbeats()
+    watched_since(65)
     node_heartbeat(node_name=silent.name, isolation_problem=None)
     silent.refresh_from_db()
     assert (silent.state, silent.state_reason, silent.sandboxed) == ("ready", "", True)
