@@ -29,6 +29,10 @@ class SiteSettings(models.Model):
     heartbeat_timeout_seconds = models.PositiveIntegerField(
         _("node heartbeat timeout (s)"), default=60
     )
+    # Kept by the heartbeat check itself (jobs/execution/nodes.py): since when it has been
+    # watching without a gap, and when it last looked. Not for admins to set.
+    heartbeat_watch_since = models.DateTimeField(null=True, blank=True, editable=False)
+    heartbeat_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("site settings")

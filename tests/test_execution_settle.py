@@ -143,6 +143,7 @@ def test_an_attempt_of_an_earlier_try_changes_nothing():
 def watched_since(seconds: int) -> None:
     """The heartbeat check has run every few seconds for this long (beat does, every 2 s)."""
     now = timezone.now()
+    SiteSettings.objects.update(heartbeat_watch_since=None, heartbeat_checked_at=None)
     for ago in range(seconds, -1, -5):
         nodes_check_heartbeats(now=now - timedelta(seconds=ago))
 

@@ -20,6 +20,9 @@ from resources.models import Node, SiteSettings
 
 from .report import attempt_ended
 
+# A gap longer than this between two heartbeat checks means the checker itself was away.
+WATCH_GAP_SECONDS = 15
+
 
 def silence_reason(last_heartbeat: datetime | None) -> str:
     """The node's state reason while it is down for silence (also how we recognise that case)."""
@@ -64,15 +67,45 @@ def node_heartbeat(*, node_name: str, isolation_problem: str | None, unsafe: boo
 
 
 def nodes_check_heartbeats(*, now: datetime | None = None) -> list[str]:
-    """Mark local nodes silent for longer than the site's limit down; return their names."""
+    """Mark local nodes silent for longer than the site's limit down; return their names.
+
+    Only silence this check watched counts: after a gap in its own runs (its
+    worker or beat was down too) it watches a whole timeout again before it
+    declares anything lost, so agents that come back with it first report
+    what their runners recorded meanwhile.
+    """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=SiteSettings.load().heartbeat_timeout_seconds)
+    timeout = timedelta(seconds=SiteSettings.load().heartbeat_timeout_seconds)
+    if _watching_for(now) < timeout:
+        return []
     stale = Node.objects.filter(
         executor=Node.Executor.LOCAL,
         state__in=[Node.State.READY, Node.State.DRAINING],
-        last_heartbeat__lt=cutoff,
+        last_heartbeat__lt=now - timeout,
     )
     return [node.name for node in stale if node_lost(node=node, now=now)]
+
+
+def _watching_for(now: datetime) -> timedelta:
+    """How long the check has run without a gap, counting this run; one query or two."""
+    gap = timedelta(seconds=max(WATCH_GAP_SECONDS, 5 * settings.TRAINYARD_AGENT_POLL_SECONDS))
+    with transaction.atomic():
+        row = (
+            SiteSettings.objects.select_for_update()
+            .filter(pk=1)
+            .values("heartbeat_watch_since", "heartbeat_checked_at")
+            .first()
+        )
+        if row is None:
+            SiteSettings.load()
+            return _watching_for(now)
+        since, checked = row["heartbeat_watch_since"], row["heartbeat_checked_at"]
+        if since is None or checked is None or not (now - gap <= checked <= now + gap):
+            since = now
+        SiteSettings.objects.filter(pk=1).update(
+            heartbeat_watch_since=since, heartbeat_checked_at=max(now, checked or now)
+        )
+    return now - since
 
 
 def node_lost(*, node: Node, now: datetime | None = None) -> bool:
