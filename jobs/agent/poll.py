@@ -21,7 +21,7 @@ from django.utils.translation import ngettext
 
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
-from jobs.execution.replica.failure import failure_reason
+from jobs.execution.replica.failure import failure_reason, storage_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
 from jobs.execution.replica.sandbox import isolation_problem
 from jobs.execution.report import attempt_ended, attempt_phase_started
@@ -145,6 +145,8 @@ def _report_exit(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict
     stop = folder.read("stop")
     if stop and parse_time(stop["requested_at"]) <= ended_at:
         state, reason = stop["kind"], stop["reason"]
+    elif storage := folder.read("storage"):
+        state, reason = State.FAILED, storage_reason(storage)
     elif exit_code == 0:
         state, reason = State.SUCCEEDED, _("Exited with code 0.")
     else:

@@ -40,6 +40,7 @@ from .isolation import Isolation, Refused, isolate, release
 RUNNER = Path(runner.__file__)
 STARTED_WAIT_SECONDS = 10
 MIB = 1024 * 1024
+GIB = 1024 * MIB
 
 
 def start_attempt(attempt_id: int) -> None:
@@ -145,6 +146,8 @@ def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Iso
         "sandboxed": bool(bwrap),
         "uid": uid,
         "network": replica_network.as_dict() if replica_network else None,
+        # What the job may write, output and /tmp together (the runner watches it).
+        "storage": {"output": str(mounts.output), "limit_bytes": job.storage_gib * GIB},
     }
     try:
         write_header(folder, attempt, spec)

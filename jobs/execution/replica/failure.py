@@ -63,3 +63,12 @@ def disk_full_reason(node_name: str, paths: list[Path]) -> str:
                     "where the job writes its output and log."
                 ) % {"free": usage.free // MIB, "total": usage.total // MIB, "node": node_name}
     return ""
+
+
+def storage_reason(storage: dict) -> str:
+    """Why a replica that wrote past its storage was ended (``storage.json`` of its runner)."""
+    gib = 1024**3
+    return _(
+        "Storage limit exceeded: %(used).1f GiB written of %(limit)g GiB "
+        "(its output folder, /tmp and /dev/shm together)."
+    ) % {"used": storage["used_bytes"] / gib, "limit": storage["limit_bytes"] / gib}

@@ -26,6 +26,7 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from datetime import UTC, datetime
@@ -34,6 +35,9 @@ from pathlib import Path
 PR_SET_PDEATHSIG = 1
 RESERVE_NAME = "space.reserve"
 RESERVE_BYTES = 256 * 1024
+# How often the storage watch looks: the overrun is what the job writes in this long.
+STORAGE_WATCH_SECONDS = 1.0
+STORAGE_NAME = "storage.json"
 
 
 def now_iso() -> str:
@@ -133,11 +137,63 @@ def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         raise
+    stop_watch = threading.Event()
+    if spec.get("storage"):
+        threading.Thread(
+            target=watch_storage, args=(folder, spec["storage"], process, stop_watch), daemon=True
+        ).start()
     returncode = process.wait()
+    stop_watch.set()
     # Nothing the phase left behind outlives it (bwrap's PID namespace already did this).
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     return returncode
+
+
+def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -> None:
+    """End the phase once its output and its /tmp and /dev/shm hold more than its storage.
+
+    The job's own supervisor walks its files, so however many it makes, only
+    its own watch slows down. Over the limit, ``storage.json`` says by how much
+    and the phase is killed; the agent reports "Storage limit exceeded".
+    """
+    limit = storage["limit_bytes"]
+    while not stop.wait(STORAGE_WATCH_SECONDS):
+        used = tree_bytes(Path(storage["output"])) + sandbox_tmp_bytes(process.pid)
+        if used > limit:
+            write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            return
+
+
+def tree_bytes(root: Path) -> int:
+    """Disk blocks under ``root`` (links not followed), without recursion."""
+    total, folders = 0, [str(root)]
+    while folders:
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    total += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+    return total
+
+
+def sandbox_tmp_bytes(leader: int) -> int:
+    """What the sandbox's /tmp and /dev/shm hold, seen through its init's root."""
+    try:
+        children = Path(f"/proc/{leader}/task/{leader}/children").read_text().split()
+    except OSError:
+        return 0
+    total = 0
+    for child in children[:1]:
+        for mount in ("tmp", "dev/shm"):
+            with contextlib.suppress(OSError):
+                info = os.statvfs(f"/proc/{child}/root/{mount}")
+                total += (info.f_blocks - info.f_bfree) * info.f_frsize
+    return total
 
 
 def describe(returncode: int) -> tuple[int, str]:
