@@ -51,6 +51,8 @@ def detail_context(job: Job, **extra) -> dict:
         "environment": job_environment(environment_input_for_job(job)),
         "events": job_events(job),
         "times": job_times(job=job, likely_start=likely_start(job=job)),
+        # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.
+        "unisolated": job.replica_set.filter(node__sandboxed=False).exists(),
         **extra,
     }
 

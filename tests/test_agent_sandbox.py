@@ -133,3 +133,13 @@ def test_node_admin_page_has_no_warning_where_the_sandbox_runs(admin_client_):
     page = admin_client_.get(reverse("admin:resources_node_change", args=[node.pk]))
     assert page.status_code == 200
     assert "bwrap) is not installed" not in page.content.decode()
+
+
+def test_a_job_on_an_unisolated_node_says_unsafe_on_its_page(owner_client, owner, project):
+    node = make_node(sandboxed=False)
+    job = cpu_job("true", owner=owner, project=project)
+    from jobs.models import Replica
+
+    Replica.objects.create(job=job, index=0, node=node)
+    page = owner_client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+    assert "UNSAFE: this job runs on a node without the sandbox" in page
