@@ -21,6 +21,7 @@ from .network import (
     bridge,
     gateway,
     missing_tools,
+    published_mappings,
     require_tools,
     run,
     run_output,
@@ -113,8 +114,9 @@ table inet {TABLE} {{
 def install_host() -> None:
     """Make the bridge, turn on forwarding and (re)load the host's table; idempotent.
 
-    Reloading the table drops published ports of running replicas; the agent
-    publishes them again (``republish``) when it starts.
+    The ports running replicas have published are carried into the new table
+    in the same transaction: installing again (every ``make run``) breaks no
+    running job's ports.
     """
     require_tools()
     subnet = job_subnet()
@@ -125,7 +127,11 @@ def install_host() -> None:
     sysctl("net.ipv4.ip_forward", "1")
     # Loopback clients of published ports: their packets leave through the bridge.
     sysctl(f"net.ipv4.conf.{bridge()}.route_localnet", "1")
-    run(["nft", "-f", "-"], stdin=host_ruleset())
+    kept = "".join(
+        f"add element inet {TABLE} published {{ tcp . {port} : {target} }}\n"
+        for port, target in published_mappings().items()
+    )
+    run(["nft", "-f", "-"], stdin=host_ruleset() + kept)
     for peer, via in peer_routes():
         if via:
             run(["ip", "route", "replace", peer, "via", via])
