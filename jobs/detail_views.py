@@ -16,7 +16,7 @@ from .environment import environment_input_for_job, job_environment
 from .estimates.job_times import job_times
 from .estimates.start import likely_start
 from .forms import parse_ports
-from .models import Job
+from .models import Job, PortAllocation
 from .selectors import jobs_for_user
 from .services.ports import job_ports_update
 from .services.stop import job_stop
@@ -47,6 +47,10 @@ def detail_context(job: Job, **extra) -> dict:
             for jp in job.jobpretrainedmodel_set.select_related("pretrained_model")
         ],
         "ports": ports,
+        # Host ports are held while the job is placed; each open port is published there.
+        "published": PortAllocation.objects.filter(replica__job=job, job_port__isnull=False)
+        .select_related("replica__node")
+        .order_by("job_port", "replica__index"),
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
         "environment": job_environment(environment_input_for_job(job)),
         "events": job_events(job),

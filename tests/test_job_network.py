@@ -175,3 +175,14 @@ def test_a_job_reaches_another_job_only_at_its_published_ports(agent):
     assert output(job, "probes").splitlines() == (
         outcomes("denied", connect_words(private)) + outcomes("allowed", connect_words(allowed))
     )
+
+
+def test_the_job_page_says_where_to_connect_to_an_open_port(agent, client):
+    job = cpu_job(SERVE)
+    JobPort.objects.create(job=job, port=6006)
+    job = place(job, agent.nodes[:1])
+    wait_for_state(job, Job.State.RUNNING, agent)
+    host_port = PortAllocation.objects.get(replica__job=job, job_port=6006).host_port
+    client.force_login(job.owner)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"<code>{agent.nodes[0].address}:{host_port}</code>" in page
