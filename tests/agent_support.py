@@ -53,6 +53,7 @@ class Agent:
         self.process: subprocess.Popen | None = None
         self.starts = 0
         self.extra_env: dict[str, str] = {}
+        self.prefix: list[str] = []  # e.g. ip netns exec <host>: an agent on a stand-in host
 
     @property
     def log_path(self) -> Path:
@@ -83,7 +84,12 @@ class Agent:
             argv += ["--without-mingle", "--hostname", f"agent-{self.name}-{self.starts}@%h"]
         log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            self.prefix + argv,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         wait_until(lambda: "ready." in self.log_path.read_text(), what="agent ready", proc=self)
 
@@ -241,9 +247,15 @@ def agent_env(transactional_db, tmp_path, settings):
     )
     agents: list[Agent] = []
 
-    def start(nodes: list[Node], env: dict[str, str] | None = None, **options) -> Agent:
+    def start(
+        nodes: list[Node],
+        env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
+        **options,
+    ) -> Agent:
         agent = Agent(tmp_path, nodes, **options)
         agent.extra_env = env or {}
+        agent.prefix = prefix or []
         agents.append(agent)
         agent.start()
         return agent
