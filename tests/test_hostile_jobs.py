@@ -306,3 +306,11 @@ def test_memory_exhaustion_is_stopped_by_the_limit_and_the_job_fails_out_of_memo
     assert "memory limit 256 MiB (cgroup v" in log
     assert "exit codes" in log and "-9" in log  # the kernel killed at least one of them
     assert_platform_fine(agent)
+
+
+def test_job_learns_no_host_path_from_its_sandbox(agent):
+    """Finding 2 began with /proc/1/cmdline: bwrap's argv named the host's output folder."""
+    command = "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' > $TRAINYARD_DATA_OUT/cmdlines"
+    job = run(agent, command)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert str(settings.TRAINYARD_NODE_ROOT) not in output(job, "cmdlines")
