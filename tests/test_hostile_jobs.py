@@ -310,7 +310,10 @@ def test_memory_exhaustion_is_stopped_by_the_limit_and_the_job_fails_out_of_memo
 
 def test_job_learns_no_host_path_from_its_sandbox(agent):
     """Finding 2 began with /proc/1/cmdline: bwrap's argv named the host's output folder."""
-    command = "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' > $TRAINYARD_DATA_OUT/cmdlines"
+    command = "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' > $TRAINYARD_DATA_OUT/cmdlines\n"
+    # Nor from a file descriptor left open: only its standard streams (and bash's script).
+    command += "ls /proc/$$/fd > $TRAINYARD_DATA_OUT/fds"
     job = run(agent, command)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert str(settings.TRAINYARD_NODE_ROOT) not in output(job, "cmdlines")
+    assert set(output(job, "fds").split()) <= {"0", "1", "2", "255"}

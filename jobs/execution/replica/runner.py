@@ -110,14 +110,35 @@ def limits_for(spec: dict):
     return apply
 
 
+def hide_sandbox_arguments(argv: list[str]) -> tuple[list[str], int | None]:
+    """bwrap's arguments through ``--args`` (a memfd), so /proc shows the job no host path.
+
+    Inside the sandbox, /proc/1/cmdline is bwrap's: with every mount spelled
+    out it named the host's node folder, which a job once used to plant a
+    node folder of its own.
+    """
+    names = [os.path.basename(arg) for arg in argv]
+    if "bwrap" not in names:
+        return argv, None
+    at = names.index("bwrap") + 1
+    # Options go through the fd; the command (setpriv or bash: never a path) stays.
+    command = next(i for i in range(at, len(argv)) if argv[i] in ("setpriv", "bash"))
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    os.write(fd, b"".join(arg.encode() + b"\0" for arg in argv[at:command]))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return [*argv[:at], "--args", str(fd), *argv[command:]], fd
+
+
 def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -> int:
     env = spec["env"]
     if phase.get("deadline_seconds"):
         # Whole seconds, rounded down: the job sees at most a second less than it has.
         deadline = int(time.time() + phase["deadline_seconds"])
         env = {**env, "TRAINYARD_DEADLINE": str(deadline)}
+    argv, args_fd = hide_sandbox_arguments(phase["argv"])
     process = subprocess.Popen(
-        phase["argv"],
+        argv,
+        pass_fds=(args_fd,) if args_fd is not None else (),
         env=env,
         cwd=spec.get("cwd", "/"),
         stdin=subprocess.DEVNULL,
@@ -126,6 +147,8 @@ def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -
         process_group=0,
         preexec_fn=limits_for(spec),
     )
+    if args_fd is not None:
+        os.close(args_fd)
     started = {"started_at": now_iso(), "pgid": process.pid, "runner_pid": os.getpid()}
     try:
         if first:
