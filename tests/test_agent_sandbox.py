@@ -1,9 +1,13 @@
 """The sandbox: an unprivileged uid that cannot see the platform's secrets or other jobs."""
 
+import json
+from pathlib import Path
+
 import pytest
 from django.conf import settings
 from django.urls import reverse
 
+from jobs.execution.files import attempt_dir
 from jobs.models import Job, JobDataset
 from resources.models import Node
 from tests.agent_support import (
@@ -143,3 +147,35 @@ def test_a_job_on_an_unisolated_node_says_unsafe_on_its_page(owner_client, owner
     Replica.objects.create(job=job, index=0, node=node)
     page = owner_client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
     assert "UNSAFE: this job runs on a node without the sandbox" in page
+
+
+def test_a_plain_process_that_leaves_its_group_dies_with_its_job(agent_env):
+    """Without bwrap's PID namespace, a setsid child ignoring TERM outlived its job."""
+    node = make_node()
+    env = {"TRAINYARD_SANDBOX": "off", "TRAINYARD_UNSAFE_PLAIN_PROCESSES": "1"}
+    agent = agent_env([node], env=env)
+    command = "setsid bash -c \"trap '' TERM; exec sleep 300\" &\n"
+    command += "echo $! > $TRAINYARD_DATA_OUT/escapee\nsleep 300"
+    job = place(cpu_job(command), [node])
+    wait_for_state(job, Job.State.RUNNING, agent)
+    wait_until(lambda: _has_output(job, node, "escapee"), what="the escapee's pid")
+    from jobs.services.stop import job_stop
+
+    job_stop(job=Job.objects.get(pk=job.pk), actor=job.owner)
+    wait_for_state(job, Job.State.STOPPED, agent)
+    uid = json.loads((attempt_dir(node.name, attempts_of(job)[0].pk) / "spec.json").read_text())[
+        "uid"
+    ]
+    wait_until(lambda: not _processes_of(uid), what="every process of the job gone", timeout=15)
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    found.append(int(entry.name))
+            except FileNotFoundError:
+                continue
+    return found
