@@ -167,10 +167,29 @@ def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -
         ).start()
     returncode = process.wait()
     stop_watch.set()
-    # Nothing the phase left behind outlives it (bwrap's PID namespace already did this).
+    # Nothing the phase left behind outlives it: its group, and whatever left the group
+    # (setsid) but not the attempt's cgroup. bwrap's PID namespace does this in the sandbox.
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
+    kill_cgroup(spec.get("cgroup"))
     return returncode
+
+
+def kill_cgroup(cgroup: str | None, rounds: int = 50) -> None:
+    """SIGKILL every process of the cgroup until none is left (a fork may race one round)."""
+    if not cgroup:
+        return
+    for _ in range(rounds):
+        try:
+            pids = [int(pid) for pid in Path(cgroup, "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
 
 
 def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -> None:
