@@ -13,6 +13,7 @@ import socket
 import subprocess
 import threading
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -78,6 +79,33 @@ def connect_words(targets: list[tuple[str, int]]) -> list[str]:
     return [f"{CONNECT} {host} {port}" for host, port in targets]
 
 
+def listening_ports() -> set[int]:
+    """Every TCP port something on the host listens on (slurmctld, slurmd, web servers ...)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+# Many connections at once, each refused or timed out: one line per target, in order.
+PARALLEL_CONNECT = """python3 - {targets} > $TRAINYARD_DATA_OUT/parallel <<'EOF'
+import socket, sys
+from concurrent.futures import ThreadPoolExecutor
+def reach(target):
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), 2).close()
+        return "allowed " + target
+    except OSError:
+        return "denied " + target
+with ThreadPoolExecutor(64) as pool:
+    print("\\n".join(pool.map(reach, sys.argv[1:])))
+EOF"""
+
+
 def run(agent, command: str, **fields) -> Job:
     job = place(cpu_job(command, **fields), agent.nodes[:1])
     return wait_for_state(job, Job.FINAL_STATES, agent)
@@ -96,6 +124,14 @@ def test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address(agent
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "probes").splitlines() == outcomes("denied", connect_words(targets))
     assert_platform_fine(agent)
+
+
+def test_job_reaches_no_port_the_host_listens_on_at_any_address(agent):
+    """Whatever listens (slurmctld and slurmd of the dev cluster, other tests' servers)."""
+    targets = sorted(f"{a}:{p}" for a in host_addresses() for p in listening_ports())
+    job = run(agent, PARALLEL_CONNECT.format(targets=" ".join(targets)))
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output(job, "parallel").splitlines() == [f"denied {t}" for t in targets]
 
 
 BIND = (
