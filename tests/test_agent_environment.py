@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.conf import settings
 
+from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, JobDataset, JobPort, JobPretrainedModel
 from tests.agent_support import attempts_of, make_node, place, wait_for_state
 from tests.factories import (
@@ -102,7 +103,10 @@ def test_distributed_replicas_get_rendezvous_variables(agent_env):
     for rank, node in enumerate(nodes):
         out = settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk) / f"replica-{rank}"
         env = read_env(out / "output" / "env.txt")
-        assert env["MASTER_ADDR"] == "127.0.0.1"
+        # In its own network a replica's 127.0.0.1 is its own: a loopback node address
+        # becomes the job bridge's, where the rendezvous port is published.
+        assert env["MASTER_ADDR"] == reachable_address("127.0.0.1") != "127.0.0.1"
+        assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == "eth0"
         assert env["MASTER_PORT"] == str(master_port)
         assert (env["RANK"], env["NODE_RANK"], env["TRAINYARD_REPLICA"]) == (str(rank),) * 3
         assert (env["WORLD_SIZE"], env["NNODES"], env["LOCAL_WORLD_SIZE"]) == ("2", "2", "1")
