@@ -29,8 +29,8 @@ from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 
 from .isolation import refresh_gangs, release, unsafe
+from .queues import agent_queues
 from .start import report_started
-from .tasks import agent_queues
 
 State = ReplicaAttempt.State
 VANISHED_AFTER = timedelta(seconds=30)

@@ -21,16 +21,9 @@ from jobs.execution.report import attempt_ended
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
 
+from .queues import agent_queues
+
 logger = logging.getLogger(__name__)
-
-
-def agent_queues(node_name: str) -> list[str]:
-    """What the agent of a node consumes: its work, and its polls on their own queue.
-
-    Polls (and so heartbeats) must not wait behind a backlog of starts: the
-    worker takes from both queues in turn.
-    """
-    return [f"node.{node_name}", f"node.{node_name}.poll"]
 
 
 def serves(node_name: object) -> bool:
