@@ -1,7 +1,6 @@
 """The sandbox: an unprivileged uid that cannot see the platform's secrets or other jobs."""
 
 import json
-from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -20,6 +19,7 @@ from tests.agent_support import (
     wait_until,
 )
 from tests.factories import DatasetFactory
+from tests.test_hostile_jobs import processes_of
 
 pytestmark = pytest.mark.integration
 
@@ -166,16 +166,4 @@ def test_a_plain_process_that_leaves_its_group_dies_with_its_job(agent_env):
     uid = json.loads((attempt_dir(node.name, attempts_of(job)[0].pk) / "spec.json").read_text())[
         "uid"
     ]
-    wait_until(lambda: not _processes_of(uid), what="every process of the job gone", timeout=15)
-
-
-def _processes_of(uid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid == uid:
-                    found.append(int(entry.name))
-            except FileNotFoundError:
-                continue
-    return found
+    wait_until(lambda: not processes_of(uid), what="every process of the job gone", timeout=15)
