@@ -6,7 +6,12 @@ from django.conf import settings
 from tests.factories import ProjectFactory, UserFactory
 
 # The real node agent fixtures (``agent``, ``agent_env``).
-pytest_plugins = ["tests.agent_support", "tests.slurm_support", "tests.browser_support"]
+pytest_plugins = [
+    "tests.agent_support",
+    "tests.slurm_support",
+    "tests.browser_support",
+    "tests.executor_sites",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:

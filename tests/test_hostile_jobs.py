@@ -4,10 +4,9 @@ Each test runs a real job whose command attempts the attack inside the
 sandbox and records what happened in its output folder; the test then checks
 the attack failed and that the agent, its heartbeat and the next job are fine.
 
-The sandbox shares the host's network (ports and rendezvous need it), so what
-guards the database and Redis is their password (README, Production); here
-the platform's part is checked: nothing of its own reaches the job (no
-settings, environment, secret key, database socket or other job's files).
+Tests that take ``site`` run on both executors (``executor_sites.py``): the
+local agent and Slurm run the same sandbox, so every attack fails on both.
+What a job can reach on the network is in ``test_job_network.py``.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from tests.agent_support import (
     wait_for_state,
     wait_until,
 )
+from tests.executor_sites import Site
 
 pytestmark = pytest.mark.integration
 
@@ -70,13 +70,20 @@ def running(agent: Agent, command: str) -> Job:
     return job
 
 
-def assert_platform_fine(agent: Agent) -> None:
-    """The agent lives, heartbeats on, and the next job on the node succeeds."""
-    node = Node.objects.get(pk=agent.nodes[0].pk)
-    assert agent.process.poll() is None, agent.logs()[-2000:]
-    job = run(agent, "echo still fine > $TRAINYARD_DATA_OUT/ok")
+def assert_platform_fine(site: Site | Agent) -> None:
+    """The agent (or Slurm's worker) lives, and the next job on the node succeeds.
+
+    A local node also heartbeats on after the attack.
+    """
+    if isinstance(site, Agent):
+        site = Site(executor="local", worker=site, node=site.nodes[0])
+    node = Node.objects.get(pk=site.node.pk)
+    assert site.worker.process.poll() is None, site.worker.logs()[-2000:]
+    job = site.run("echo still fine > $TRAINYARD_DATA_OUT/ok")
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "ok") == "still fine\n"
+    if site.executor != "local":
+        return
     wait_until(
         lambda: Node.objects.get(pk=node.pk).last_heartbeat > node.last_heartbeat,
         what="a heartbeat after the attack",
@@ -111,7 +118,7 @@ def lent_entries(folder: Path) -> set[str]:
     }
 
 
-def test_job_cannot_read_the_platforms_settings_secrets_database_or_root(agent, root_secret):
+def test_job_cannot_read_the_platforms_settings_secrets_database_or_root(site, root_secret):
     secrets = [
         settings.BASE_DIR / "trainyard" / "settings.py",
         settings.BASE_DIR / "manage.py",
@@ -133,7 +140,7 @@ def test_job_cannot_read_the_platforms_settings_secrets_database_or_root(agent, 
     command = PROBE + probes(denied) + "env > $TRAINYARD_DATA_OUT/env\n"
     command += "ls -A /root > $TRAINYARD_DATA_OUT/root\n"
     command += f"ls -A {settings.BASE_DIR} > $TRAINYARD_DATA_OUT/base"
-    job = run(agent, command)
+    job = site.run(command)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
 
     assert output(job, "probes").splitlines() == outcomes("denied", denied)
@@ -147,34 +154,35 @@ def test_job_cannot_read_the_platforms_settings_secrets_database_or_root(agent, 
     # Root's home and the checkout show only the way to the interpreter the sandbox lends.
     assert set(output(job, "root").split()) == lent_entries(Path("/root"))
     assert set(output(job, "base").split()) == lent_entries(settings.BASE_DIR)
-    assert_platform_fine(agent)
+    assert_platform_fine(site)
 
 
 # A replica's variables besides TRAINYARD_* and CUDA_*: the agent's 4, then bash's own.
 JOB_BASICS = {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "OLDPWD", "SHLVL", "_"}
 
 
-def test_job_cannot_read_or_see_another_jobs_output_or_processes(agent):
-    neighbour = running(agent, "echo private > $TRAINYARD_DATA_OUT/mine\necho up\nsleep 60")
-    neighbour_output = replica_output_dir(agent.nodes[0].name, neighbour.pk, 0)
+def test_job_cannot_read_or_see_another_jobs_output_or_processes(site):
+    neighbour = site.running("echo private > $TRAINYARD_DATA_OUT/mine\necho up\nsleep 60")
+    neighbour_output = replica_output_dir(site.node.name, neighbour.pk, 0)
     wait_until((neighbour_output / "mine").exists, what="the neighbour's file")
     denied = [
         f"cat {neighbour_output / 'mine'}",
         f"ls {neighbour_output.parent.parent}",
         f"ls {settings.TRAINYARD_NODE_ROOT}",
-        f"cat {attempt_dir(agent.nodes[0].name, attempts_of(neighbour)[0].pk) / 'output.log'}",
+        f"cat {attempt_dir(site.node.name, attempts_of(neighbour)[0].pk) / 'output.log'}",
         "cat /trainyard/output/../../jobs",
         "pgrep -f sleep",
         "pgrep -f celery",
+        "pgrep -f slurm",
     ]
-    job = run(agent, PROBE + probes(denied))
+    job = site.run(PROBE + probes(denied))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "probes").splitlines() == outcomes("denied", denied)
     assert Job.objects.get(pk=neighbour.pk).state == Job.State.RUNNING
-    assert_platform_fine(agent)
+    assert_platform_fine(site)
 
 
-def test_job_cannot_write_outside_its_output_folder(agent):
+def test_job_cannot_write_outside_its_output_folder(site):
     targets = [
         settings.BASE_DIR / "planted",
         settings.TRAINYARD_NODE_ROOT / "planted",
@@ -197,13 +205,13 @@ def test_job_cannot_write_outside_its_output_folder(agent):
     ]
     # /tmp and /dev/shm are the job's own tmpfs mounts, gone with it.
     allowed = ["touch /trainyard/output/written", "touch /tmp/scratch", "touch /dev/shm/seg"]
-    job = run(agent, PROBE + probes(denied + allowed))
+    job = site.run(PROBE + probes(denied + allowed))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     seen = output(job, "probes").splitlines()
     assert seen == outcomes("denied", denied) + outcomes("allowed", allowed)
     for path in targets:
         assert not path.exists(), path
-    assert_platform_fine(agent)
+    assert_platform_fine(site)
 
 
 def test_job_cannot_signal_the_agent_its_supervisor_or_another_job(agent):
@@ -308,12 +316,12 @@ def test_memory_exhaustion_is_stopped_by_the_limit_and_the_job_fails_out_of_memo
     assert_platform_fine(agent)
 
 
-def test_job_learns_no_host_path_from_its_sandbox(agent):
+def test_job_learns_no_host_path_from_its_sandbox(site):
     """Finding 2 began with /proc/1/cmdline: bwrap's argv named the host's output folder."""
     command = "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' > $TRAINYARD_DATA_OUT/cmdlines\n"
     # Nor from a file descriptor left open: only its standard streams (and bash's script).
     command += "ls /proc/$$/fd > $TRAINYARD_DATA_OUT/fds"
-    job = run(agent, command)
+    job = site.run(command)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert str(settings.TRAINYARD_NODE_ROOT) not in output(job, "cmdlines")
     assert set(output(job, "fds").split()) <= {"0", "1", "2", "255"}

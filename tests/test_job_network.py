@@ -4,7 +4,8 @@ Replays of finding 1 of the hostile-job review (a job ran ``psql -h 127.0.0.1``
 against the platform's database): the job tries every address the host has,
 and the platform's database and broker where their URLs point, and must be
 refused everywhere; it cannot take a host port; its open ports are published
-at the host ports the platform allocated, for anyone outside to use.
+at the host ports the platform allocated, for anyone outside to use. Tests
+that take ``site`` run on the local agent and on Slurm alike.
 """
 
 from __future__ import annotations
@@ -106,12 +107,7 @@ with ThreadPoolExecutor(64) as pool:
 EOF"""
 
 
-def run(agent, command: str, **fields) -> Job:
-    job = place(cpu_job(command, **fields), agent.nodes[:1])
-    return wait_for_state(job, Job.FINAL_STATES, agent)
-
-
-def test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address(agent, host_listener):
+def test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address(site, host_listener):
     db = connection.settings_dict
     database = (db.get("HOST") or "127.0.0.1", int(db.get("PORT") or 5432))
     redis = service_address(settings.REDIS_URL or "redis://127.0.0.1:6379", 6379)
@@ -120,16 +116,16 @@ def test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address(agent
     for address in host_addresses():  # where CI makes them listen too (a second address)
         targets += [(address, database[1]), (address, redis[1])]
     targets = sorted(set(targets))
-    job = run(agent, PROBE + probe_connects(targets))
+    job = site.run(PROBE + probe_connects(targets))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "probes").splitlines() == outcomes("denied", connect_words(targets))
-    assert_platform_fine(agent)
+    assert_platform_fine(site)
 
 
-def test_job_reaches_no_port_the_host_listens_on_at_any_address(agent):
+def test_job_reaches_no_port_the_host_listens_on_at_any_address(site):
     """Whatever listens (slurmctld and slurmd of the dev cluster, other tests' servers)."""
     targets = sorted(f"{a}:{p}" for a in host_addresses() for p in listening_ports())
-    job = run(agent, PARALLEL_CONNECT.format(targets=" ".join(targets)))
+    job = site.run(PARALLEL_CONNECT.format(targets=" ".join(targets)))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "parallel").splitlines() == [f"denied {t}" for t in targets]
 
@@ -140,14 +136,16 @@ BIND = (
 )
 
 
-def test_job_cannot_take_a_port_of_the_host(agent):
+def test_job_cannot_take_a_port_of_the_host(site):
     with socket.socket() as probe:
         probe.bind(("0.0.0.0", 0))
         port = probe.getsockname()[1]
-    job = place(cpu_job(BIND.format(port=port)), agent.nodes[:1])
-    wait_for_state(job, Job.State.RUNNING, agent)
-    node = agent.nodes[0].name
-    wait_until((replica_output_dir(node, job.pk, 0) / "bound").exists, what="the job's bind")
+    job = site.wait(site.start(BIND.format(port=port)), Job.State.RUNNING)
+    wait_until(
+        (replica_output_dir(site.node.name, job.pk, 0) / "bound").exists,
+        what="the job's bind",
+        timeout=30,
+    )
     # The port is still the host's: the job bound it in a network of its own.
     with socket.create_server(("0.0.0.0", port)):
         pass
@@ -158,19 +156,26 @@ echo $TRAINYARD_PORT_6006 > /trainyard/output/port
 python3 -m http.server 6006 -d /trainyard/output"""
 
 
-def test_an_open_port_is_published_at_its_host_port(agent):
+def test_an_open_port_is_published_at_its_host_port(site):
     job = cpu_job(SERVE)
     JobPort.objects.create(job=job, port=6006)
-    job = place(job, agent.nodes[:1])
-    wait_for_state(job, Job.State.RUNNING, agent)
+    job = site.wait(place(job, [site.node]), Job.State.RUNNING)
     host_port = PortAllocation.objects.get(replica__job=job, job_port=6006).host_port
     assert host_port != 6006
     for address in [a for a in host_addresses() if not a.startswith("10.213.")] or ["127.0.0.1"]:
         url = f"http://{address}:{host_port}/index.html"
-        body = wait_until(lambda url=url: _get(url), what=f"{url} to answer", timeout=20)
+        body = wait_until(lambda url=url: _get(url), what=f"{url} to answer", timeout=30)
         assert body == b"hello\n"
     # The job is told where outsiders reach it.
     assert output(job, "port") == f"{host_port}\n"
+
+
+def _connects(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), 2).close()
+    except OSError:
+        return False
+    return True
 
 
 def _get(url: str) -> bytes | None:
@@ -191,22 +196,24 @@ for port in (7000, 7001):
     threading.Thread(target=serve, args=(port,)).start()'"""
 
 
-def test_a_job_reaches_another_job_only_at_its_published_ports(agent):
+def test_a_job_reaches_another_job_only_at_its_published_ports(site):
     neighbour = cpu_job(NEIGHBOUR)
     JobPort.objects.create(job=neighbour, port=7000)
-    neighbour = place(neighbour, agent.nodes[:1])
-    wait_for_state(neighbour, Job.State.RUNNING, agent)
+    neighbour = site.wait(place(neighbour, [site.node]), Job.State.RUNNING)
     published = PortAllocation.objects.get(replica__job=neighbour, job_port=7000).host_port
+    wait_until(
+        lambda: _connects(site.node.address, published), what="the neighbour's port", timeout=30
+    )
     private = [(address, 7001) for address in host_addresses()]
     private += [(address, 7000) for address in host_addresses()]
     # Its own address in the job network, where it listens: closed to other jobs too.
-    own_address = getattr(attempts_of(neighbour)[0], "address", None)
-    if own_address:
-        private += [(own_address, 7000), (own_address, 7001)]
+    own_address = attempts_of(neighbour)[0].address
+    assert own_address  # the executor recorded where the replica lives
+    private += [(own_address, 7000), (own_address, 7001)]
     private = sorted(set(private))
     # As any client outside would: at the node's address (a loopback one is the job bridge's).
-    allowed = [(reachable_address(agent.nodes[0].address), published)]
-    job = run(agent, PROBE + probe_connects(private + allowed))
+    allowed = [(reachable_address(site.node.address), published)]
+    job = site.run(PROBE + probe_connects(private + allowed))
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     assert output(job, "probes").splitlines() == (
         outcomes("denied", connect_words(private)) + outcomes("allowed", connect_words(allowed))

@@ -6,7 +6,9 @@ import pytest
 from django.conf import settings
 
 from jobs.environment import environment_input_for_job, job_environment
+from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, ReplicaAttempt
+from resources.models import Node
 from tests.agent_support import attempt_log, attempts_of, place, wait_for_state
 from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
@@ -59,7 +61,9 @@ def test_one_card_job_runs_as_a_pinned_slurm_job_with_the_local_environment(slur
     assert env["TRAINYARD_REPLICA"] == "0" and env["TRAINYARD_ATTEMPT"] == "1"
     assert len(env["CUDA_VISIBLE_DEVICES"].split(",")) == 1  # Slurm's choice of card
     assert int(env["TRAINYARD_DEADLINE"]) > attempt.started_at.timestamp()
-    assert env["TRAINYARD_DATA_OUT"].endswith(f"jobs/{job.pk}/replica-0/output")
+    # In the sandbox, as on the local agent: the output is mounted, the host path unseen.
+    assert env["TRAINYARD_DATA_OUT"] == "/trainyard/output"
+    assert env["HOME"] == env["TMPDIR"] == "/tmp"
 
 
 def test_two_node_job_starts_both_replicas_in_one_slurm_job_and_all_reduces(slurm):
@@ -96,7 +100,9 @@ def test_rendezvous_variables_are_set_per_node(slurm):
         assert env["RANK"] == env["NODE_RANK"] == env["TRAINYARD_REPLICA"] == str(rank)
         assert env["WORLD_SIZE"] == env["NNODES"] == "2"
         assert env["LOCAL_WORLD_SIZE"] == "1"
-    assert first["MASTER_ADDR"] == second["MASTER_ADDR"] == nodes[0].address
+    # Each replica has a network of its own: a loopback node address is the job bridge's.
+    assert first["MASTER_ADDR"] == second["MASTER_ADDR"] == reachable_address(nodes[0].address)
+    assert first["GLOO_SOCKET_IFNAME"] == second["GLOO_SOCKET_IFNAME"] == "eth0"
     assert first["MASTER_PORT"] == second["MASTER_PORT"] == str(placed.placed_ports[0, None])
 
 
@@ -122,3 +128,23 @@ def test_no_platform_secret_reaches_the_slurm_job(slurm):
     written += "\0".join(f"{k}={v}" for k, v in env.items()).encode()
     for secret in secrets:
         assert secret.encode() not in written
+
+
+def test_a_slurm_node_that_cannot_isolate_runs_no_job(slurm):
+    """No sandbox, no job, on Slurm as on the local agent: the node refuses and goes down."""
+    slurm.worker.stop()
+    slurm.worker.extra_env["TRAINYARD_SANDBOX"] = "off"
+    slurm.worker.start()
+    node = slurm.nodes[0]
+    job = place(gpu_job('touch "$TRAINYARD_DATA_OUT/ran"'), [node])
+    wait_for_state(job, {Job.State.RESOURCE_WAIT, *Job.FINAL_STATES}, slurm.worker, timeout=WAIT)
+
+    [attempt] = attempts_of(job)
+    assert attempt.state == ReplicaAttempt.State.FAILED
+    assert attempt.platform_fault  # the node's fault: not billed, the job is placed again
+    assert f"Node {node.name} cannot isolate jobs: the sandbox is turned off" in attempt.reason
+    output = settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk) / "replica-0"
+    assert not (output / "output" / "ran").exists()
+    node = Node.objects.get(pk=node.pk)
+    assert node.state == Node.State.DOWN
+    assert node.state_reason.startswith("Cannot isolate jobs: the sandbox is turned off")
