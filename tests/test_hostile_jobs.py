@@ -249,10 +249,10 @@ NEIGHBOUR = """echo up
 while [ ! -e $TRAINYARD_DATA_OUT/go ]; do sleep 0.2; echo tick >> $TRAINYARD_DATA_OUT/ticks; done"""
 
 
-def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(agent):
-    neighbour = running(agent, NEIGHBOUR)
-    neighbour_output = replica_output_dir(agent.nodes[0].name, neighbour.pk, 0)
-    job = run(agent, FORK_BOMB, cpu_milli=1000)
+def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(site):
+    neighbour = site.running(NEIGHBOUR)
+    neighbour_output = replica_output_dir(site.node.name, neighbour.pk, 0)
+    job = site.run(FORK_BOMB, cpu_milli=1000)
     limit = process_limit(1000)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
     # /proc also lists the sandbox's init (bwrap, root's); the job's uid is at its limit.
@@ -260,19 +260,16 @@ def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(agent):
     log = attempt_log(attempts_of(job)[0])
     assert f"processes {limit}," in log
     assert "fork: retry: Resource temporarily unavailable" in log
-    uid = json.loads(
-        (
-            attempt_dir(job.replica_set.get().node.name, attempts_of(job)[0].pk) / "spec.json"
-        ).read_text()
-    )["uid"]
+    uid = replica_output_dir(site.node.name, job.pk, 0).stat().st_uid  # the slot's, the job's
+    assert uid != 0
     wait_until(lambda: not processes_of(uid), what="the bomb's processes to be gone", timeout=10)
 
     ticks = len(output(neighbour, "ticks").split())
     assert ticks >= 10  # it kept forking through the bomb (four seconds at least)
     (neighbour_output / "go").touch()
-    neighbour = wait_for_state(neighbour, Job.FINAL_STATES, agent)
+    neighbour = site.wait(neighbour, Job.FINAL_STATES)
     assert neighbour.state == Job.State.SUCCEEDED, neighbour.state_reason
-    assert_platform_fine(agent)
+    assert_platform_fine(site)
 
 
 def processes_of(uid: int) -> list[int]:
