@@ -9,7 +9,7 @@ from jobs.environment import environment_input_for_job, job_environment
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
-from tests.agent_support import attempt_log, attempts_of, place, wait_for_state
+from tests.agent_support import attempt_log, attempts_of, place, wait_for_state, wait_until
 from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
 from tests.test_agent_distributed import all_reduce_job, sums
@@ -137,9 +137,14 @@ def test_a_slurm_node_that_cannot_isolate_runs_no_job(slurm):
     slurm.worker.start()
     node = slurm.nodes[0]
     job = place(gpu_job('touch "$TRAINYARD_DATA_OUT/ran"'), [node])
-    wait_for_state(job, {Job.State.RESOURCE_WAIT, *Job.FINAL_STATES}, slurm.worker, timeout=WAIT)
+    wait_until(
+        lambda: attempts_of(job)[0].state in ReplicaAttempt.FINAL_STATES,
+        what="the first attempt's end",
+        proc=slurm.worker,
+        timeout=WAIT,
+    )
 
-    [attempt] = attempts_of(job)
+    attempt = attempts_of(job)[0]
     assert attempt.state == ReplicaAttempt.State.FAILED
     assert attempt.platform_fault  # the node's fault: not billed, the job is placed again
     assert f"Node {node.name} cannot isolate jobs: the sandbox is turned off" in attempt.reason

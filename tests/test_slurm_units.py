@@ -216,10 +216,16 @@ def plans(tmp_path: Path, count: int) -> list[scripts.ReplicaPlan]:
             attempt_folder=tmp_path / f"a{i}",
             node_name=f"gpu0{i + 1}",
             env={**shared, "RANK": str(i), "ODD_VALUE": 'it\'s $HOME; "quoted"'},
-            phases=[("training", ["bash", "--noprofile", "--norc", str(tmp_path / "cmd.sh")])],
+            phases=["training"],
         )
         for i in range(count)
     ]
+
+
+def write_phase(plan: scripts.ReplicaPlan, name: str, argv: list[str]) -> None:
+    """What the keeper writes for a phase: its command line, and bwrap's options (none here)."""
+    (plan.attempt_folder / f"argv-{name}").write_bytes(b"".join(a.encode() + b"\0" for a in argv))
+    (plan.attempt_folder / f"bwrap-{name}.args").write_bytes(b"")
 
 
 REQUEST = scripts.Request(
@@ -267,7 +273,7 @@ def test_generated_scripts_are_valid_bash(tmp_path):
         replicas = plans(tmp_path, count)
         shared = scripts.shared_environment(replicas)
         for text in [
-            scripts.batch_script(replicas, request=REQUEST),
+            scripts.batch_script(replicas, request=REQUEST, python="/usr/bin/python3"),
             *(
                 scripts.replica_script(p, shared=shared, request=REQUEST, deadline_seconds=None)
                 for p in replicas
@@ -275,7 +281,7 @@ def test_generated_scripts_are_valid_bash(tmp_path):
         ]:
             check = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
             assert check.returncode == 0, (check.stderr, text)
-    multi = scripts.batch_script(plans(tmp_path, 2), request=REQUEST)
+    multi = scripts.batch_script(plans(tmp_path, 2), request=REQUEST, python="/usr/bin/python3")
     assert "srun --kill-on-bad-exit=1 --nodes=2" in multi and "gpu02)" in multi
     # Slurm's USR1 warning reaches the batch shell only: srun must not forward it.
     assert "exec srun" not in multi and "' USR1" in multi
@@ -286,6 +292,7 @@ def test_replica_script_runs_the_phase_with_exactly_its_environment(tmp_path):
     [plan] = plans(tmp_path, 1)
     plan.attempt_folder.mkdir()
     (tmp_path / "cmd.sh").write_text('env > "$OUT"; exit 3\n')
+    write_phase(plan, "training", ["bash", "--noprofile", "--norc", str(tmp_path / "cmd.sh")])
     plan = scripts.ReplicaPlan(
         **{**plan.__dict__, "env": {**plan.env, "OUT": str(tmp_path / "env")}}
     )
@@ -317,7 +324,8 @@ def run_replica_script(tmp_path):
         phases = []
         for number, command in enumerate(commands):
             (tmp_path / f"cmd{number}.sh").write_text(command)
-            phases.append((f"phase{number}", ["bash", str(tmp_path / f"cmd{number}.sh")]))
+            write_phase(plan, f"phase{number}", ["bash", str(tmp_path / f"cmd{number}.sh")])
+            phases.append(f"phase{number}")
         plan = scripts.ReplicaPlan(**{**plan.__dict__, "phases": phases})
         text = scripts.replica_script(plan, shared={}, request=REQUEST, deadline_seconds=None)
         env = {"SLURMD_NODENAME": "gpu01", "SLURM_JOB_ID": "9", "PATH": "/usr/bin:/bin"}

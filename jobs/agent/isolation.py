@@ -15,11 +15,12 @@ import os
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.utils.translation import gettext as _
 
 from jobs.execution.replica import limits, network, sandbox, slots
+from jobs.execution.replica.failure import isolation_refusal
 from jobs.execution.replica.folder import AttemptFolder
-from jobs.models import PortAllocation, ReplicaAttempt
+from jobs.execution.replica.prepare import published_ports
+from jobs.models import ReplicaAttempt
 
 
 class Refused(Exception):
@@ -50,13 +51,7 @@ def isolate(attempt: ReplicaAttempt) -> Isolation:
     """Slot and network for ``attempt``; raises ``Refused`` or ``network.NetworkError``."""
     problem = sandbox.isolation_problem()
     if problem and not unsafe():
-        raise Refused(
-            _(
-                "Node %(node)s cannot isolate jobs: %(problem)s. An admin installs bubblewrap "
-                "and nftables and runs `manage.py job_network install` as root (make run does)."
-            )
-            % {"node": attempt.node.name, "problem": problem}
-        )
+        raise Refused(isolation_refusal(attempt.node.name, problem))
     slot = None
     if os.geteuid() == 0:
         owner = f"{settings.TRAINYARD_NODE_ROOT} attempt {attempt.pk}"
@@ -70,7 +65,7 @@ def isolate(attempt: ReplicaAttempt) -> Isolation:
         namespace=network.namespace_name(slot.number, attempt.pk),
         slot=slot.number,
         address=slot.address,
-        published=_published_ports(attempt),
+        published=published_ports(attempt),
         gang=gang_addresses(attempt),
     )
     try:
@@ -80,14 +75,6 @@ def isolate(attempt: ReplicaAttempt) -> Isolation:
         raise
     ReplicaAttempt.objects.filter(pk=attempt.pk).update(address=replica_network.address)
     return Isolation(bwrap=sandbox.bwrap_path(), slot=slot, network=replica_network)
-
-
-def _published_ports(attempt: ReplicaAttempt) -> dict[int, int]:
-    """Host port → port inside: the job's open ports, and the rendezvous port as itself."""
-    rows = PortAllocation.objects.filter(replica=attempt.replica).values_list(
-        "host_port", "job_port"
-    )
-    return {host: inside or host for host, inside in rows}
 
 
 def gang_addresses(attempt: ReplicaAttempt) -> list[str]:

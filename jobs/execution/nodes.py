@@ -66,6 +66,14 @@ def node_heartbeat(*, node_name: str, isolation_problem: str | None, unsafe: boo
         Node.objects.filter(pk=node.pk).update(**fields)
 
 
+def node_cannot_isolate(*, node_name: str, problem: str) -> None:
+    """A node whose executor found it cannot isolate jobs goes down with why, until an admin
+    brings it back (a Slurm node has no heartbeat of ours to do it)."""
+    Node.objects.filter(name=node_name, state=Node.State.READY).update(
+        state=Node.State.DOWN, state_reason=isolation_reason(problem), sandboxed=False
+    )
+
+
 def nodes_check_heartbeats(*, now: datetime | None = None) -> list[str]:
     """Mark local nodes silent for longer than the site's limit down; return their names.
 

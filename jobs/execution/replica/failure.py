@@ -28,6 +28,14 @@ FULL_DISK_BYTES = 1024 * 1024
 MIB = 1024 * 1024
 
 
+def isolation_refusal(node_name: str, problem: str) -> str:
+    """Why no replica starts on a node that cannot isolate jobs, and how an admin fixes it."""
+    return _(
+        "Node %(node)s cannot isolate jobs: %(problem)s. An admin installs bubblewrap "
+        "and nftables and runs `manage.py job_network install` as root (make run does)."
+    ) % {"node": node_name, "problem": problem}
+
+
 def failure_reason(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict) -> str:
     job = attempt.replica.job
     causes = []

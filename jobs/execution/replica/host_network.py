@@ -34,6 +34,7 @@ def platform_addresses() -> list[str]:
     """Addresses a job must never reach beyond its host (the host's own are all closed)."""
     names = [urlsplit(url).hostname for url in (settings.DATABASE_URL, settings.REDIS_URL) if url]
     names += [h.strip("[]") for h in settings.ALLOWED_HOSTS if h not in ("*",) and "*" not in h]
+    names += slurm_controllers()
     found = {ipaddress.IPv4Network("169.254.0.0/16")}
     for entry in [*names, *settings.TRAINYARD_PLATFORM_ADDRESSES]:
         if not entry or entry.startswith("."):
@@ -47,6 +48,23 @@ def platform_addresses() -> list[str]:
             if net.version == 4:
                 found.add(net)
     return [str(net) for net in ipaddress.collapse_addresses(found)]
+
+
+def slurm_controllers() -> list[str]:
+    """The hosts ``SlurmctldHost`` names in the site's slurm.conf (``name(address)``: both)."""
+    if not settings.TRAINYARD_SLURM_ENABLED or not settings.TRAINYARD_SLURM_CONF:
+        return []
+    try:
+        lines = Path(settings.TRAINYARD_SLURM_CONF).read_text().splitlines()
+    except OSError:
+        return []
+    hosts = []
+    for line in lines:
+        key, _sep, value = line.split("#", 1)[0].strip().partition("=")
+        if key.strip().lower() in ("slurmctldhost", "controlmachine", "controladdr") and value:
+            name, _open, address = value.strip().rstrip(")").partition("(")
+            hosts += [host for host in (name, address) if host]
+    return hosts
 
 
 def _is_network(text: str) -> bool:

@@ -72,11 +72,7 @@ def phase_argv(
     folder, attempt, name, command, mounts, uid, bwrap, replica_network=None
 ) -> list[str]:
     """The phase's command line: in bwrap (in the replica's namespace) or a plain process."""
-    command_file = folder.path / f"command-{name}.sh"
-    command_file.write_text(command_script(command))
-    if uid is not None:
-        os.chown(command_file, uid, uid)
-    os.chmod(command_file, 0o400)
+    command_file = write_command_file(folder, name, command, uid)
     if not bwrap:
         return sandbox.plain_argv(command_file=command_file, uid=uid)
     enter = network.enter_argv(replica_network) if replica_network else []
@@ -88,6 +84,24 @@ def phase_argv(
         tmp_bytes=attempt.replica.job.storage_gib * GIB,
         hostname=attempt.node.name,
     )
+
+
+def write_command_file(folder: AttemptFolder, name: str, command: str, uid: int | None) -> Path:
+    """The phase's command script, readable by the job's uid only (root's until it has one)."""
+    command_file = folder.path / f"command-{name}.sh"
+    command_file.write_text(command_script(command))
+    if uid is not None:
+        os.chown(command_file, uid, uid)
+    os.chmod(command_file, 0o400)
+    return command_file
+
+
+def published_ports(attempt: ReplicaAttempt) -> dict[int, int]:
+    """Host port → port inside: the job's open ports, and the rendezvous port as itself."""
+    rows = PortAllocation.objects.filter(replica=attempt.replica).values_list(
+        "host_port", "job_port"
+    )
+    return {host: inside or host for host, inside in rows}
 
 
 def replica_mounts(attempt: ReplicaAttempt, uid: int | None) -> tuple[sandbox.Mounts, list[str]]:

@@ -117,16 +117,31 @@ def hide_sandbox_arguments(argv: list[str]) -> tuple[list[str], int | None]:
     out it named the host's node folder, which a job once used to plant a
     node folder of its own.
     """
-    names = [os.path.basename(arg) for arg in argv]
-    if "bwrap" not in names:
+    span = bwrap_options(argv)
+    if span is None:
         return argv, None
-    at = names.index("bwrap") + 1
-    # Options go through the fd; the command (setpriv or bash: never a path) stays.
-    command = next(i for i in range(at, len(argv)) if argv[i] in ("setpriv", "bash"))
+    at, command = span
     fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
-    os.write(fd, b"".join(arg.encode() + b"\0" for arg in argv[at:command]))
+    os.write(fd, nul_joined(argv[at:command]))
     os.lseek(fd, 0, os.SEEK_SET)
     return [*argv[:at], "--args", str(fd), *argv[command:]], fd
+
+
+def bwrap_options(argv: list[str]) -> tuple[int, int] | None:
+    """Where bwrap's options start and end in ``argv``; None without bwrap.
+
+    The options go through ``--args``; the command after them (setpriv or
+    bash: never a path) stays on the command line.
+    """
+    names = [os.path.basename(arg) for arg in argv]
+    if "bwrap" not in names:
+        return None
+    at = names.index("bwrap") + 1
+    return at, next(i for i in range(at, len(argv)) if argv[i] in ("setpriv", "bash"))
+
+
+def nul_joined(arguments: list[str]) -> bytes:
+    return b"".join(arg.encode() + b"\0" for arg in arguments)
 
 
 def run_phase(folder: Path, spec: dict, phase: dict, log_fd: int, first: bool) -> int:

@@ -14,6 +14,7 @@ CANCELLED                 stopped (by Trainyard, or by someone in Slurm)
 NODE_FAIL, BOOT_FAIL      lost to the platform: not billed, placed again
 PREEMPTED                 lost to the platform: not billed, placed again
 (forgotten, no exit.json) lost to the platform (``VANISHED``)
+(keeper refused)          failed, the node's fault: placed again (``refused.json``)
 ========================  =====================================================
 
 A stop or deadline Trainyard asked for (``stop.json``) decides over what the
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from jobs.execution.replica.failure import isolation_refusal
 from jobs.models import ReplicaAttempt
 
 from .cli import SlurmJob
@@ -65,6 +67,7 @@ class ReplicaRecord:
     exit: dict | None  # the replica's own exit (exit_code, summary, ended_at)
     log: object  # Path of the log, for the failure's last lines
     peer_failed: int | None  # index of another replica of the job that exited non-zero
+    refused: dict | None = None  # the keeper did not start it (kind, problem): keeper.py
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,10 @@ class Outcome:
 def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttempt) -> Outcome:
     """The final attempt state for a replica of an ended Slurm job."""
     exit_code = record.exit["exit_code"] if record.exit else slurm_job.exit_code
+    if record.refused:
+        # As on the local agent: the node's fault, and the job is placed again.
+        reason = isolation_refusal(attempt.node.name, record.refused["problem"])
+        return Outcome(State.FAILED, exit_code, reason, platform_fault=True)
     if record.stop:
         # What Trainyard asked for, in its own words, as the local agent reports it.
         return Outcome(record.stop["kind"], exit_code, record.stop["reason"])

@@ -3,12 +3,16 @@
 One Slurm job per job attempt: a single replica runs its replica script as
 the batch script; a distributed job asks for all its nodes at once (Slurm
 starts them together: the gang) and ``srun`` starts one replica script per
-node. Each replica script lives in its attempt folder (on the filesystem the
-platform shares with the cluster) and, like the local agent's runner:
+node. On each node the replica's keeper (``replica/keeper.py``, root) gives
+the replica its slot, network and sandbox, then runs the replica script,
+which lives in its attempt folder (on the filesystem the platform shares with
+the cluster) and, like the local agent's runner:
 
 - appends everything to the attempt's log;
 - runs each phase (augmentation search, training) with exactly the replica's
-  environment (``env -i``), the per-line command script and the job's uid;
+  environment (``env -i``) and the command line the keeper wrote for it
+  (``argv-<phase>``: the replica's namespace, bwrap as the slot's uid, the
+  per-line command script);
 - records ``phase-<name>.json`` when a phase starts and ``exit.json`` at the
   end, which the tracking pass reads.
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.execution.files import LOG_NAME
+from jobs.execution.replica.keeper import keeper_argv
 
 REPLICA_SCRIPT = "slurm-replica.sh"
 TRAINING = "training"
@@ -43,7 +48,7 @@ class ReplicaPlan:
     attempt_folder: Path
     node_name: str
     env: dict[str, str]
-    phases: list[tuple[str, list[str]]]  # (phase name, argv)
+    phases: list[str]  # phase names, in order; the keeper writes each one's command line
 
     @property
     def script_path(self) -> Path:
@@ -98,11 +103,11 @@ def replica_script(
         f'echo "[trainyard] job $TRAINYARD_JOB_ID replica {plan.index} attempt '
         f'{plan.attempt_number} on Slurm node $SLURMD_NODENAME (Slurm job $SLURM_JOB_ID)"',
     ]
-    for name, argv in plan.phases:
+    for name in plan.phases:
         if name == TRAINING and deadline_seconds:
             # As with the local runner: the max run time counts from training's start.
             lines.append(f"export TRAINYARD_DEADLINE=$(( $(date +%s) + {deadline_seconds} ))")
-        lines.append(f'run_phase {name} env -i {clean_env} {shlex.join(argv)} || finish "$status"')
+        lines.append(f'run_phase {name} env -i {clean_env} || finish "$status"')
     lines.append("finish 0")
     return "\n".join(lines) + "\n"
 
@@ -121,11 +126,13 @@ on_term() {  # Slurm's TERM (a stop, the time limit, a failed peer): passed to t
   stopping=1
   if [ -n "$child" ]; then kill -TERM $(tree "$child") 2>/dev/null; fi
 }
-run_phase() {  # phase name, then the command; waits through the USR1 warning and a TERM
-  local name=$1; shift
+run_phase() {  # phase name, then env -i and the variables; waits through USR1 and a TERM
+  local name=$1 argv; shift
   if [ "$stopping" = 1 ]; then stopped; fi
+  mapfile -d '' -t argv <"$folder/argv-$name" || finish 1
   note "phase-$name" "{\"started_at\": \"$(now)\", \"node\": \"$SLURMD_NODENAME\"}"
-  "$@" </dev/null &
+  # bwrap reads its options from fd 9: the job's /proc shows no host path.
+  "$@" "${argv[@]}" </dev/null 9<"$folder/bwrap-$name.args" &
   child=$!
   if [ "$stopping" = 1 ]; then on_term; fi  # the TERM came while the phase was being started
   while :; do
@@ -153,16 +160,20 @@ finish() {
 }"""
 
 
-def batch_script(plans: list[ReplicaPlan], *, request: Request) -> str:
-    run_replica = f"exec {BASH} --noprofile --norc"
+# The keeper runs as root: the Slurm job's own account where that is root, else through
+# sudo, which a site allows for exactly the keeper (README, production).
+KEEP = 'keep() { if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n -- "$@"; fi; }'
+
+
+def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> str:
+    def keep(plan: ReplicaPlan) -> str:
+        return f"keep {shlex.join(keeper_argv(python, plan.attempt_folder))}"
+
     if len(plans) == 1:
-        return f"#!/bin/bash\n{run_replica} {shlex.quote(str(plans[0].script_path))}\n"
-    cases = " ".join(
-        f"{shlex.quote(p.node_name)}) {run_replica} {shlex.quote(str(p.script_path))} ;;"
-        for p in plans
-    )
+        return f"#!/bin/bash\n{KEEP}\n{keep(plans[0])}\n"
+    cases = " ".join(f"{shlex.quote(p.node_name)}) {keep(p)} ;;" for p in plans)
     dispatch = (
-        f'case "$SLURMD_NODENAME" in {cases} esac; '
+        f'{KEEP}; case "$SLURMD_NODENAME" in {cases} esac; '
         'echo "[trainyard] no replica for node $SLURMD_NODENAME" >&2; exit 97'
     )
     srun = [

@@ -12,23 +12,30 @@ stop either finds the Slurm job id or prevents the submission.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 from datetime import timedelta
 from itertools import groupby
+from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.replica.limits import process_limit
 from jobs.execution.replica.prepare import (
+    GIB,
     attempt_phases,
     attempt_refusal,
     end_unstarted,
     fail_missing_inputs,
-    phase_argv,
+    published_ports,
     replica_environment,
     replica_mounts,
+    write_command_file,
 )
 from jobs.execution.report import attempt_ended
 from jobs.models import Job, ReplicaAttempt
@@ -36,7 +43,14 @@ from jobs.services.transitions import job_transition
 from resources.models import SiteSettings, SlurmGpuType
 
 from . import cli
-from .scripts import ReplicaPlan, Request, batch_script, replica_script, sbatch_argv
+from .scripts import (
+    REPLICA_SCRIPT,
+    ReplicaPlan,
+    Request,
+    batch_script,
+    replica_script,
+    sbatch_argv,
+)
 from .scripts import shared_environment as shared_env
 
 logger = logging.getLogger(__name__)
@@ -137,7 +151,7 @@ def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> st
 
 def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict | None:
     """Prepare every replica's folders and scripts; None if one could not start."""
-    plans = [_replica_plan(attempt) for attempt in group]
+    plans = [_replica_plan(attempt, group) for attempt in group]
     if None in plans:
         return None
     job = group[0].replica.job
@@ -159,40 +173,67 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
         ),
-        "script": batch_script(plans, request=request),
+        "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
     }
     folder.write(PLAN, plan)
     return plan
 
 
-def _replica_plan(attempt: ReplicaAttempt) -> ReplicaPlan | None:
-    """The local agent's preparation, without its sandbox: Slurm's node runs the command.
+def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> ReplicaPlan | None:
+    """The local agent's preparation; the node's part is left to the replica's keeper.
 
-    The replica runs as the Slurm job's user (the account Trainyard submits
-    with); Slurm, not Trainyard, isolates jobs on its nodes.
+    Only the node knows the replica's slot (its uid and job address), so the
+    keeper (``replica/keeper.py``) takes it there, makes the network and writes
+    the phases' bwrap lines from ``keeper.json``; the rest is prepared here.
     """
     job = attempt.replica.job
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     folder.path.mkdir(parents=True, exist_ok=True)
-    uid = None
-    mounts, missing = replica_mounts(attempt, uid)
+    os.chmod(folder.path, 0o711)  # the job's uid may reach its command file, nothing else
+    mounts, missing = replica_mounts(attempt, None)
     if missing:
         fail_missing_inputs(folder, attempt, missing)
         return None
-    env = replica_environment(attempt, mounts, folder, sandboxed=False, uid=uid)
+    env = replica_environment(attempt, mounts, folder, sandboxed=True, uid=None, networked=True)
     phases = [
-        (name, phase_argv(folder, attempt, name, command, mounts, uid, None))
+        (name, write_command_file(folder, name, command, None))
         for name, command in attempt_phases(job)
     ]
+    folder.write(
+        keeper.PLAN,
+        {
+            "attempt_id": attempt.pk,
+            "node": attempt.node.name,
+            "settings": {name: _plain(getattr(settings, name)) for name in keeper.NODE_SETTINGS},
+            "published": {str(host): inside for host, inside in published_ports(attempt).items()},
+            "peers": [str(AttemptFolder(a.node.name, a.pk).path) for a in group if a != attempt],
+            "mounts": {
+                "code": str(mounts.code) if mounts.code else None,
+                "output": str(mounts.output),
+                "datasets": [str(p) for p in mounts.datasets],
+                "pretrained": [str(p) for p in mounts.pretrained],
+                "read_only_extra": mounts.read_only_extra,
+            },
+            "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
+            "tmp_bytes": job.storage_gib * GIB,
+            "max_processes": process_limit(job.cpu_milli),
+            "log": str(folder.log),
+            "script": REPLICA_SCRIPT,
+        },
+    )
     return ReplicaPlan(
         index=attempt.replica.index,
         attempt_number=attempt.number,
         attempt_folder=folder.path,
         node_name=attempt.node.name,
         env=env,
-        phases=phases,
+        phases=[name for name, _path in phases],
     )
+
+
+def _plain(value):
+    return str(value) if isinstance(value, Path) else value
 
 
 def _request(job: Job, node) -> Request:

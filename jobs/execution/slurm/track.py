@@ -31,6 +31,8 @@ from django.core.cache import cache
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from jobs.execution.nodes import node_cannot_isolate
+from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
 from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
 from jobs.models import Job, ReplicaAttempt
@@ -144,17 +146,20 @@ def _query_due(now: datetime) -> bool:
 
 def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
     """(what there is to report, "" for nothing; every replica exited), from files alone."""
-    started = training = exited = 0
+    started = training = exited = placed = 0
     for attempt in group:
         folder = AttemptFolder(attempt.node.name, attempt.pk)
         if folder.exists("exit"):
             exited += 1
-        elif attempt.state == State.PENDING:
+            continue
+        if attempt.state == State.PENDING:
             started += _first_phase_start(attempt, folder) is not None
         elif attempt.training_started_at is None:
             training += folder.exists(f"phase-{Phase.TRAINING}")
-    news = f"{started}-{training}-{exited}" if started or training or exited else ""
-    return news, exited == len(group)
+        if attempt.state == State.RUNNING and attempt.address is None:
+            placed += folder.exists(keeper.ADDRESS)
+    counts = (started, training, exited, placed)
+    return ("-".join(map(str, counts)) if any(counts) else ""), exited == len(group)
 
 
 def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt], news: str) -> None:
@@ -251,6 +256,10 @@ def _report_progress(
             attempt_id=attempt.pk, phase=Phase.TRAINING, at=parse_time(training["started_at"])
         )
         attempt.training_started_at = parse_time(training["started_at"])
+    if attempt.address is None and (where := folder.read(keeper.ADDRESS)):
+        # Where the keeper put the replica in its node's job network (for the gang and people).
+        ReplicaAttempt.objects.filter(pk=attempt.pk).update(address=where["address"])
+        attempt.address = where["address"]
     with contextlib.suppress(FileNotFoundError):
         size = folder.log.stat().st_size
         if size != attempt.log_offset:
@@ -270,7 +279,10 @@ def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: date
             exit=exits[attempt.pk],
             log=folders[attempt.pk].log,
             peer_failed=peer_failed,
+            refused=folders[attempt.pk].read(keeper.REFUSED),
         )
+        if record.refused and record.refused.get("kind") == "isolation":
+            node_cannot_isolate(node_name=attempt.node.name, problem=record.refused["problem"])
         result = outcome(slurm_job, record, attempt=attempt)
         ended_at = parse_time(record.exit["ended_at"]) if record.exit else slurm_job.end_time or now
         attempt_ended(

@@ -1,0 +1,229 @@
+"""A Slurm replica's keeper: its slot, network and sandbox on its node, while it runs.
+
+The Slurm job runs ``<python> -I keeper.py <attempt folder>`` on each of its
+nodes, as root (``sudo -n`` where Slurm runs the job as another account; see
+the README's production section). The keeper does on the node what the local
+agent does before its runner starts (``jobs/agent/isolation.py``), from
+``keeper.json``, which the platform wrote in a folder only root may write:
+
+1. no sandbox, no job: where the node cannot isolate (no bubblewrap, no job
+   network) it writes ``refused.json`` and exits 1, and the replica's command
+   never runs;
+2. it takes a host-wide slot (uid and job address, ``slots.py``) and holds
+   its lease while it lives, so no two live replicas on a host share either;
+3. it makes the replica's network namespace (``network.py``), publishes its
+   open ports and writes ``address.json``;
+4. it writes each phase's command line (``argv-<phase>``, NUL-separated:
+   the namespace, the process limit, bwrap as the slot's uid) with bwrap's
+   options in ``bwrap-<phase>.args`` (read through ``--args 9``, so the job's
+   ``/proc`` names no host path);
+5. it runs the replica script (``scripts.py``) as its child, passing on
+   Slurm's TERM and USR1, and lets the replica accept its gang once the
+   other replicas' ``address.json`` appear;
+6. when the script ends it removes the network and gives back the slot, and
+   exits with the script's status. Killed instead, it leaves both to the next
+   replica that takes the slot (``network._remove_stale``, the lease's lock).
+
+No database and no Django app: ``settings.configure`` with the few settings
+``keeper.json`` carries (``NODE_SETTINGS``) is all that the runtime needs here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+# State files in the attempt folder, by AttemptFolder's names (``<name>.json``).
+PLAN = "keeper"
+REFUSED = "refused"
+ADDRESS = "address"
+ARGS_FD = 9
+GANG_POLL_SECONDS = 0.2
+# What the node's part of the runtime reads from Django's settings.
+NODE_SETTINGS = (
+    "TRAINYARD_SANDBOX",
+    "TRAINYARD_JOB_BRIDGE",
+    "TRAINYARD_JOB_SUBNET",
+    "TRAINYARD_SANDBOX_UID_BASE",
+    "TRAINYARD_SANDBOX_UID_COUNT",
+    "TRAINYARD_HOST_RUN_DIR",
+)
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+
+def keeper_argv(python: str, folder: Path) -> list[str]:
+    """How the Slurm job starts the keeper: ``-I``, so nothing of the job's account leaks in."""
+    return [python, "-I", str(Path(__file__).resolve()), str(folder)]
+
+
+def main(folder: Path) -> int:
+    sys.path[:1] = [str(PROJECT_ROOT)]  # the project, not this folder, is where imports start
+    from jobs.execution.replica.runner import read_json
+
+    plan = read_json(folder / f"{PLAN}.json")
+    if plan is None:
+        print(f"[trainyard] no {PLAN}.json in {folder}", file=sys.stderr)
+        return 1
+    from django.conf import settings
+
+    settings.configure(**plan["settings"])
+    from jobs.execution.replica import network, sandbox, slots
+
+    problem = "the isolation helper does not run as root" if os.geteuid() else None
+    problem = problem or sandbox.isolation_problem()
+    if problem:
+        return refuse(folder, plan, kind="isolation", problem=problem)
+    try:
+        slot = slots.take_slot(
+            owner=f"slurm attempt {plan['attempt_id']}",
+            start=plan["attempt_id"] % slots.slot_count(),
+        )
+    except slots.NoFreeSlot as error:
+        return refuse(folder, plan, kind="slots", problem=str(error))
+    replica_network = network.ReplicaNetwork(
+        namespace=network.namespace_name(slot.number, plan["attempt_id"]),
+        slot=slot.number,
+        address=slot.address,
+        published={int(host): int(inside) for host, inside in plan["published"].items()},
+    )
+    try:
+        network.replica_network_up(replica_network)
+    except network.NetworkError as error:
+        slot.close()
+        return refuse(folder, plan, kind="network", problem=str(error))
+    try:
+        prepare_phases(folder, plan, slot.uid, replica_network)
+        return run_script(folder, plan, replica_network)
+    finally:
+        network.replica_network_down(replica_network)
+        slot.close()
+
+
+def refuse(folder: Path, plan: dict, *, kind: str, problem: str) -> int:
+    from jobs.execution.replica.runner import log_line, write_json
+
+    write_json(folder / f"{REFUSED}.json", {"kind": kind, "problem": problem})
+    log_fd = _open_log(plan)
+    log_line(log_fd, f"replica not started: node {plan['node']} cannot isolate it: {problem}")
+    os.close(log_fd)
+    return 1
+
+
+def prepare_phases(folder: Path, plan: dict, uid: int, replica_network) -> None:
+    """Each phase's command line for the replica script, and its files for the slot's uid."""
+    from jobs.execution.replica import network, sandbox
+    from jobs.execution.replica.runner import bwrap_options, log_line, nul_joined, write_json
+
+    mounts = sandbox.Mounts(
+        code=Path(plan["mounts"]["code"]) if plan["mounts"]["code"] else None,
+        output=Path(plan["mounts"]["output"]),
+        datasets=[Path(p) for p in plan["mounts"]["datasets"]],
+        pretrained=[Path(p) for p in plan["mounts"]["pretrained"]],
+        read_only_extra=list(plan["mounts"]["read_only_extra"]),
+    )
+    _give(mounts.output, uid, folder=False)
+    processes = plan["max_processes"]
+    for phase in plan["phases"]:
+        command_file = folder / Path(phase["command_file"]).name
+        _give(command_file, uid, folder=True)
+        argv = [
+            "prlimit",
+            f"--nproc={processes}:{processes}",
+            "--",
+            *network.enter_argv(replica_network),
+            *sandbox.bwrap_argv(
+                bwrap=sandbox.bwrap_path(),
+                mounts=mounts,
+                command_file=command_file,
+                uid=uid,
+                tmp_bytes=plan["tmp_bytes"],
+                hostname=plan["node"],
+            ),
+        ]
+        at, command = bwrap_options(argv)
+        _write_private(folder / f"bwrap-{phase['name']}.args", nul_joined(argv[at:command]))
+        argv = [*argv[:at], "--args", str(ARGS_FD), *argv[command:]]
+        _write_private(folder / f"argv-{phase['name']}", nul_joined(argv))
+    write_json(folder / f"{ADDRESS}.json", {"address": replica_network.address})
+    log_fd = _open_log(plan)
+    log_line(
+        log_fd,
+        f"bubblewrap sandbox, own network {replica_network.address}, uid {uid}, "
+        f"processes {processes}, memory and cpus: Slurm's own limits",
+    )
+    os.close(log_fd)
+
+
+def run_script(folder: Path, plan: dict, replica_network) -> int:
+    """The replica script as a child; Slurm's signals passed on; its status returned."""
+    child = subprocess.Popen(["/bin/bash", "--noprofile", "--norc", str(folder / plan["script"])])
+
+    def pass_on(signum, _frame) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    for signum in (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, pass_on)
+    done = threading.Event()
+    peers = [Path(p) for p in plan["peers"]]
+    if peers:
+        threading.Thread(
+            target=watch_gang, args=(replica_network, peers, done), daemon=True
+        ).start()
+    returncode = child.wait()
+    done.set()
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def watch_gang(replica_network, peers: list[Path], done: threading.Event) -> None:
+    """Accept each other replica of the gang once its keeper has written where it lives."""
+    from jobs.execution.replica import network
+    from jobs.execution.replica.runner import read_json
+
+    while not done.wait(GANG_POLL_SECONDS):
+        addresses = []
+        for peer in peers:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                written = read_json(peer / f"{ADDRESS}.json")
+                addresses.append(str(ipaddress.IPv4Address(written["address"])))
+        with contextlib.suppress(network.NetworkError):
+            network.set_gang(replica_network, addresses)
+        if len(addresses) == len(peers):
+            return
+
+
+def _give(path: Path, uid: int, *, folder: bool) -> None:
+    """Hand the replica's output folder, or a command file of this folder, to its uid.
+
+    Never through a link, and only what it should be: a directory, or a
+    regular file in the attempt folder.
+    """
+    info = os.lstat(path)
+    expected = stat.S_ISREG(info.st_mode) if folder else stat.S_ISDIR(info.st_mode)
+    if not expected:
+        raise OSError(f"{path} is not the replica's {'command file' if folder else 'output'}")
+    os.chown(path, uid, uid, follow_symlinks=False)
+
+
+def _open_log(plan: dict) -> int:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(plan["log"], flags, 0o600)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
