@@ -19,14 +19,9 @@ def p4():
     return p4_model()
 
 
-def errors(user, gpu_model, *, gpu_count=1, replicas=1, max_runtime_minutes=None, **extra):
+def errors(user, gpu_model, *, gpu_count=1, replicas=1, **extra):
     return job_billing_errors(
-        user=user,
-        gpu_model=gpu_model,
-        gpu_count=gpu_count,
-        replicas=replicas,
-        max_runtime_minutes=max_runtime_minutes,
-        **extra,
+        user=user, gpu_model=gpu_model, gpu_count=gpu_count, replicas=replicas, **extra
     )
 
 
@@ -37,17 +32,28 @@ def test_free_account_may_not_use_a_paid_model(p4, owner):
 
 def test_paid_account_may_use_any_model_for_any_time(p4, owner, admin_user):
     account_enable_billing(account=account_for_user(user=owner), actor=admin_user)
-    assert errors(owner, v100_model(), gpu_count=8, max_runtime_minutes=100_000) == {}
-    assert errors(owner, p4, gpu_count=8, max_runtime_minutes=100_000) == {}
+    assert errors(owner, v100_model(), gpu_count=8) == {}
+    assert errors(owner, p4, gpu_count=8) == {}
 
 
 def test_free_job_within_the_remaining_hours_is_admitted(p4, owner):
-    assert errors(owner, p4, gpu_count=2, max_runtime_minutes=50 * 60) == {}
+    assert errors(owner, p4, gpu_count=2) == {}
 
 
-def test_free_job_longer_than_the_remaining_hours_is_admitted(p4, owner):
-    assert errors(owner, p4, gpu_count=2, max_runtime_minutes=60 * 60) == {}
-    assert errors(owner, p4, gpu_count=1, replicas=3, max_runtime_minutes=200 * 60) == {}
+def test_free_job_asking_more_cards_than_hours_remain_for_long_is_admitted(p4, owner):
+    """How long it may run is the accrual's business (see tests/test_billing_submit.py)."""
+    assert errors(owner, p4, gpu_count=8, replicas=3) == {}
+
+
+def test_the_last_minute_of_free_hours_counts_replicas_and_virtual_gpu_shares(p4, owner):
+    """Refused only when not even a minute of the request's use is left."""
+    account_for_user(user=owner)
+    FreeGrant.objects.filter(account__user=owner).update(
+        card_hours=1, used_card_seconds=Decimal(3600 - 180)  # 3 card-minutes left
+    )
+    assert "gpu_model" in errors(owner, p4, gpu_count=2, replicas=3)  # half a minute
+    vgpu = {"resource_kind": "vgpu", "vgpu_compute_percent": 50}
+    assert errors(owner, p4, gpu_count=1, **vgpu) == {}  # six minutes
 
 
 def test_other_unfinished_jobs_hold_no_hours_only_use_counts(p4, owner):
@@ -61,7 +67,7 @@ def test_other_unfinished_jobs_hold_no_hours_only_use_counts(p4, owner):
 
     room = free_room(account=account_for_user(user=owner), gpu_model=p4)
     assert (room.grant, room.used, room.remaining) == (10, 3, 7)
-    assert errors(owner, p4, max_runtime_minutes=8 * 60) == {}
+    assert errors(owner, p4) == {}
 
 
 def test_used_up_grant_refuses_new_free_jobs(p4, owner):

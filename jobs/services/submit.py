@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from billing.rules import free_runtime_cap_minutes, job_billing_errors
+from billing.rules import job_billing_errors
 from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from resources.feasibility import request_feasibility
@@ -40,7 +40,7 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
     rename = {f: "spec" for f in RESOURCE_FIELDS} if job_input.spec else {}
     errors = FieldErrors()
     billing = job_billing_errors(
-        user=user, max_runtime_minutes=job_input.max_runtime_minutes, **_billed(request)
+        user=user, **_billed(request)
     )
     errors.merge(billing, rename)
     errors.merge(
@@ -92,9 +92,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         augmentation_command=job_input.augmentation_command,
         code_version=job_input.code_version,
         image=job_input.image,
-        # A free account's job without a max run time gets the one its free hours allow.
-        max_runtime_minutes=job_input.max_runtime_minutes
-        or free_runtime_cap_minutes(user=user, **_billed(request)),
+        max_runtime_minutes=job_input.max_runtime_minutes,
         max_retries=job_input.max_retries,
         priority=job_input.priority,
         state=Job.State.QUOTA_WAIT,
