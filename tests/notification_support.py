@@ -28,8 +28,11 @@ def queued_job_events(callbacks) -> list[int]:
     return queued(callbacks, enqueue_job_event)
 
 
-def queued_grants(callbacks) -> list[int]:
-    return queued(callbacks, enqueue_free_hours)
+def queued_grants(callbacks) -> list[tuple]:
+    """(grant id, percent) of each free-hours notification the callbacks would queue."""
+    return [
+        cb.args for cb in callbacks if isinstance(cb, partial) and cb.func is enqueue_free_hours
+    ]
 
 
 def move(job: Job, *states: str, reason: str = "") -> None:

@@ -116,7 +116,7 @@ def test_free_hours_past_80_percent_notify_once_with_one_email(
     attempt_of(job_on(p4, owner=owner), started=T0)
     with django_capture_on_commit_callbacks() as callbacks:
         accrue_minutes(range(1, 60))  # past 80 % and 95 %: billing warns twice
-    assert queued_grants(callbacks) == [grant.pk]
+    assert queued_grants(callbacks) == [(grant.pk, 80), (grant.pk, 95)]
 
     notify_free_hours(grant.pk)
     notify_free_hours(grant.pk)
@@ -126,6 +126,22 @@ def test_free_hours_past_80_percent_notify_once_with_one_email(
     (email,) = mail.outbox
     assert email.subject == "[Trainyard] Free P4 hours 80 % used"
     assert "80 % of your free P4 card-hours are used" in email.body
+
+
+def test_free_hours_past_95_percent_notify_a_second_time(p4, owner):
+    """Issue 18, point 1: the user is warned at 80 % and again at 95 %, before the stop."""
+    grant = grant_of(owner, "1")
+    FreeGrant.objects.filter(pk=grant.pk).update(used_card_seconds=Decimal(2900))
+    notify_free_hours(grant.pk, 80)
+    FreeGrant.objects.filter(pk=grant.pk).update(used_card_seconds=Decimal(3500))
+    notify_free_hours(grant.pk, 95)
+    notify_free_hours(grant.pk, 95)
+    notifications = Notification.objects.filter(user=owner, kind=Kind.FREE_HOURS)
+    assert sorted(n.data["percent"] for n in notifications) == [80, 95]
+    assert [email.subject for email in mail.outbox] == [
+        "[Trainyard] Free P4 hours 80 % used",
+        "[Trainyard] Free P4 hours 95 % used",
+    ]
 
 
 def test_free_hours_below_80_percent_queue_nothing(p4, owner, django_capture_on_commit_callbacks):
