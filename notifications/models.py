@@ -17,7 +17,7 @@ class Kind(models.TextChoices):
     TIMED_OUT = "timed_out", _("A job of yours times out")
     STOPPED = "stopped", _("A job of yours is stopped by someone else or by the platform")
     LONG_WAIT = "long_wait", _("A job of yours waits longer than your threshold")
-    FREE_HOURS = "free_hours", _("Your free hours pass 80 %")
+    FREE_HOURS = "free_hours", _("Your free hours pass 80 % and 95 %")
 
 
 class Notification(models.Model):

@@ -15,8 +15,8 @@ JOB_STATE_KINDS: dict[str, str] = {
     Job.State.TIMED_OUT: Kind.TIMED_OUT,
     Job.State.STOPPED: Kind.STOPPED,
 }
-# The share of a free grant whose crossing notifies (billing also warns at 95 %).
-FREE_HOURS_PERCENT = 80
+# The shares of a free grant whose crossing notifies (billing warns at the same lines).
+FREE_HOURS_PERCENTS = (80, 95)
 
 
 def job_event_key(*, job_id: int, kind: str) -> str:
@@ -24,5 +24,5 @@ def job_event_key(*, job_id: int, kind: str) -> str:
     return f"job:{job_id}:{kind}"
 
 
-def grant_event_key(*, grant_id: int) -> str:
-    return f"grant:{grant_id}:{FREE_HOURS_PERCENT}"
+def grant_event_key(*, grant_id: int, percent: int) -> str:
+    return f"grant:{grant_id}:{percent}"

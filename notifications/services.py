@@ -32,7 +32,7 @@ from jobs.services.stop import stop_requester
 
 from .emails import notification_email
 from .models import DEFAULT_WAIT_MINUTES, Kind, Notification, NotificationSettings
-from .rules import FREE_HOURS_PERCENT, JOB_STATE_KINDS, grant_event_key, job_event_key
+from .rules import FREE_HOURS_PERCENTS, JOB_STATE_KINDS, grant_event_key, job_event_key
 from .selectors import settings_for_user, settings_for_users
 
 Email = Notification.Email
@@ -151,21 +151,23 @@ def long_waits_notify(*, now: datetime | None = None) -> list[int]:
     return to_email
 
 
-def free_hours_notify(*, grant_id: int) -> Notification | None:
-    """The grant owner's notification once the grant is ``FREE_HOURS_PERCENT`` used."""
+def free_hours_notify(*, grant_id: int, percent: int) -> Notification | None:
+    """The grant owner's notification once the grant is ``percent`` used (one per line)."""
     grant = (
         FreeGrant.objects.select_related("account__user", "gpu_model").filter(pk=grant_id).first()
     )
     if grant is None or not grant.card_hours:
         return None
-    if grant.used_card_seconds < grant.card_seconds * FREE_HOURS_PERCENT / 100:
+    if percent not in FREE_HOURS_PERCENTS:
+        return None
+    if grant.used_card_seconds < grant.card_seconds * percent / 100:
         return None  # the grant was raised since the accrual crossed the line
     notification, _created = notification_record(
         user=grant.account.user,
         kind=Kind.FREE_HOURS,
-        event_key=grant_event_key(grant_id=grant.pk),
+        event_key=grant_event_key(grant_id=grant.pk, percent=percent),
         data={
-            "percent": FREE_HOURS_PERCENT,
+            "percent": percent,
             "model": grant.gpu_model.name,
             "used_hours": hours_text(grant.used_card_hours),
             "grant_hours": hours_text(grant.card_hours),

@@ -19,11 +19,11 @@ def notify_job_event(event_id: int) -> None:
 
 
 @shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
-def notify_free_hours(grant_id: int) -> None:
-    """Tell an account's user that a free grant passed 80 % used."""
+def notify_free_hours(grant_id: int, percent: int = 80) -> None:
+    """Tell an account's user that a free grant passed ``percent`` used (80 or 95)."""
     from .services import free_hours_notify, notification_email_send
 
-    notification = free_hours_notify(grant_id=grant_id)
+    notification = free_hours_notify(grant_id=grant_id, percent=percent)
     if notification is not None:
         notification_email_send(notification_id=notification.pk)
 

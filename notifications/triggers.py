@@ -10,7 +10,7 @@ from functools import partial
 
 from django.db import transaction
 
-from .rules import FREE_HOURS_PERCENT, JOB_STATE_KINDS
+from .rules import FREE_HOURS_PERCENTS, JOB_STATE_KINDS
 
 
 def job_state_changed(*, event_id: int, from_state: str, to_state: str) -> None:
@@ -21,8 +21,8 @@ def job_state_changed(*, event_id: int, from_state: str, to_state: str) -> None:
 
 def free_grant_crossed(*, grant_id: int, percent: int) -> None:
     """Called when an accrual takes a free grant past ``percent`` of its hours."""
-    if percent == FREE_HOURS_PERCENT:
-        transaction.on_commit(partial(enqueue_free_hours, grant_id), robust=True)
+    if percent in FREE_HOURS_PERCENTS:
+        transaction.on_commit(partial(enqueue_free_hours, grant_id, percent), robust=True)
 
 
 def enqueue_job_event(event_id: int) -> None:
@@ -31,7 +31,7 @@ def enqueue_job_event(event_id: int) -> None:
     notify_job_event.delay(event_id)
 
 
-def enqueue_free_hours(grant_id: int) -> None:
+def enqueue_free_hours(grant_id: int, percent: int) -> None:
     from .tasks import notify_free_hours
 
-    notify_free_hours.delay(grant_id)
+    notify_free_hours.delay(grant_id, percent)

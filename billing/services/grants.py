@@ -2,7 +2,7 @@
 
 The grant is consumed first, by usage of its model, for paid accounts too. At
 80 % and 95 % used the account gets a warning (an account event, the banner)
-and each job that was using the grant a job event; at 80 % its user is also
+and each job that was using the grant a job event, and its user is
 notified (``notifications``). When it is used up, an account without billing
 has its unfinished jobs on that model stopped with the reason; their usage
 after that point is recorded, not charged.
