@@ -8,7 +8,6 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from pydantic import ConfigDict
 
-from .feasibility import request_feasibility
 from .free import free_panel, free_resources_refresh
 
 router = Router(tags=["resources"])
@@ -106,11 +105,13 @@ def free_resources_refresh_now(request: HttpRequest):
 
 @router.post("/resources/feasibility", response=FeasibilityOut)
 def feasibility(request: HttpRequest, payload: ResourcePartIn):
-    """Could this request ever run: is there a node big enough, is it within your quota?"""
+    """Could this request ever run: may your account use it, is there a node big enough,
+    is it within your quota? The same rules as submitting it."""
+    from jobs.services.admission import request_admission
     from jobs.services.resources_input import job_resources_resolve
 
     resource_request = job_resources_resolve(
         user=request.user, data=payload.model_dump(exclude_unset=True)
     )
-    result = request_feasibility(request=resource_request, user=request.user)
+    result = request_admission(user=request.user, request=resource_request).as_feasibility()
     return {"feasible": result.feasible, "reasons": result.reasons}

@@ -23,9 +23,10 @@ from jobs.environment import EnvironmentInput, job_environment
 from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
+from jobs.services.admission import request_admission
 from jobs.services.resources_input import FieldErrors, job_resources_resolve, resources_resolve
 from resources.describe import describe_request
-from resources.feasibility import Feasibility, request_feasibility
+from resources.feasibility import Feasibility
 from resources.models import GpuModel, ResourceKind, SiteSettings, Spec
 from resources.ratios import (
     CPU_MEMORY_RATIOS,
@@ -400,7 +401,7 @@ class JobForm(forms.Form):
             request = job_resources_resolve(user=self.user, data=self.submit_data())
         except ValidationError as error:
             return Feasibility(error.message_dict)
-        return request_feasibility(request=request, user=self.user)
+        return request_admission(user=self.user, request=request).as_feasibility()
 
     @property
     def error_count(self) -> int:

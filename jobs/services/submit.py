@@ -6,12 +6,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from billing.rules import job_billing_errors
 from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
-from resources.feasibility import request_feasibility
-from resources.request import ResourceRequest
 
+from .admission import request_admission
 from .hooks import schedule_soon
 from .job_input import JobInput, job_input_resolve
 from .resources_input import RESOURCE_FIELDS, FieldErrors
@@ -39,34 +37,20 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
     # In spec mode the user chose none of the resource fields: the spec answers for them.
     rename = {f: "spec" for f in RESOURCE_FIELDS} if job_input.spec else {}
     errors = FieldErrors()
-    billing = job_billing_errors(
-        user=user, **_billed(request)
-    )
-    errors.merge(billing, rename)
+    admission = request_admission(user=user, request=request)
+    errors.merge(admission.billing, rename)
     errors.merge(
         template_errors(user=user, template=job_input.template, gpu_model=request.gpu_model),
         rename,
     )
-    feasibility = request_feasibility(request=request, user=user)
     errors.merge(
         {
             field: [_("Cannot run: %(why)s") % {"why": m} for m in ms]
-            for field, ms in feasibility.errors.items()
+            for field, ms in admission.feasibility.errors.items()
         },
         rename,
     )
     return errors
-
-
-def _billed(request: ResourceRequest) -> dict:
-    """What the billing rules need to know of a request."""
-    return {
-        "gpu_model": request.gpu_model,
-        "gpu_count": request.gpu_count,
-        "replicas": request.replicas,
-        "resource_kind": request.kind,
-        "vgpu_compute_percent": request.vgpu_compute_percent,
-    }
 
 
 def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
