@@ -13,7 +13,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
-from ninja import Field, Router, Schema, Status
+from ninja import Field, Query, Router, Schema, Status
+from ninja.errors import HttpError
 from ninja.pagination import paginate
 
 from resources.api_free import ResourcePartIn
@@ -21,7 +22,7 @@ from resources.ratios import mib_to_gib, milli_to_cores
 from trainyard.api_pagination import Pagination
 
 from .models import Job
-from .selectors import jobs_for_user
+from .selectors import jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
 from .services.stop import job_stop
@@ -167,7 +168,8 @@ class JobDetailOut(JobOut):
 
 
 def _jobs(request: HttpRequest) -> QuerySet[Job]:
-    return _with_related(jobs_for_user(user=request.user))
+    """The jobs one may open and stop by id: staff, every job."""
+    return _with_related(jobs_user_may_operate(user=request.user))
 
 
 def _with_related(jobs: QuerySet[Job]) -> QuerySet[Job]:
@@ -192,9 +194,17 @@ def submit_job(request: HttpRequest, payload: JobIn):
 
 @router.get("/jobs", response=list[JobOut])
 @paginate(Pagination)
-def list_jobs(request: HttpRequest, state: str = "", project: str = ""):
-    """Your jobs and your projects' jobs, newest first."""
-    jobs = _jobs(request)
+def list_jobs(
+    request: HttpRequest,
+    state: str = "",
+    project: str = "",
+    every: bool = Query(False, alias="all"),
+):
+    """Your jobs and your projects' jobs, newest first; ``all=1``: every job (staff only)."""
+    if every and not request.user.is_staff:
+        raise HttpError(403, _("all: only staff may list every job."))
+    scope = jobs_user_may_operate if every else jobs_for_user
+    jobs = _with_related(scope(user=request.user))
     if state:
         if state not in Job.State.values:
             choices = ", ".join(Job.State.values)

@@ -17,14 +17,14 @@ from .estimates.job_times import job_times
 from .estimates.start import likely_start
 from .forms import parse_ports
 from .models import Job, PortAllocation
-from .selectors import jobs_for_user
+from .selectors import jobs_user_may_operate
 from .services.ports import job_ports_update
 from .services.stop import job_stop
 
 
 def visible_job(request: HttpRequest, pk: int) -> Job:
     """The job if the user may see it; 404 otherwise, so ids of others' jobs leak nothing."""
-    jobs = jobs_for_user(user=request.user).select_related(
+    jobs = jobs_user_may_operate(user=request.user).select_related(
         "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
     )
     return get_object_or_404(jobs, pk=pk)

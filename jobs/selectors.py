@@ -15,3 +15,10 @@ def jobs_for_user(*, user: AbstractBaseUser) -> QuerySet[Job]:
     """Jobs the user owns, and jobs of the projects they belong to."""
     visible_projects = Project.objects.filter(Q(owner=user) | Q(members=user)).values("pk")
     return Job.objects.filter(Q(owner=user) | Q(project__in=visible_projects))
+
+
+def jobs_user_may_operate(*, user: AbstractBaseUser) -> QuerySet[Job]:
+    """Jobs the user may open, follow and stop: their own and their projects'; staff, all."""
+    if user.is_staff:
+        return Job.objects.all()
+    return jobs_for_user(user=user)

@@ -9,7 +9,7 @@ from django.http import Http404
 from django.utils.translation import gettext as _
 
 from jobs.models import Job, ReplicaAttempt
-from jobs.selectors import jobs_for_user
+from jobs.selectors import jobs_user_may_operate
 
 from .files import (
     OutputFile,
@@ -98,7 +98,7 @@ def job_log_tail(
                 ]
             }
         )
-    job = jobs_for_user(user=user).filter(pk=job_id).first()
+    job = jobs_user_may_operate(user=user).filter(pk=job_id).first()
     if job is None:
         raise Http404
     attempt = pick_attempt(job_attempts(job), replica=replica, number=number)
