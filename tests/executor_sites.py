@@ -26,7 +26,7 @@ from tests.agent_support import (
 
 EXECUTORS = ("local", "slurm")
 # A Slurm job waits for sbatch, the controller and the tracking pass.
-WAIT_SECONDS = 90
+WAIT_SECONDS = 120
 
 
 @dataclass
