@@ -18,8 +18,9 @@ agent does before its runner starts (``jobs/agent/isolation.py``), from
    options in ``bwrap-<phase>.args`` (read through ``--args 9``, so the job's
    ``/proc`` names no host path);
 5. it runs the replica script (``scripts.py``) as its child, passing on
-   Slurm's TERM and USR1, and lets the replica accept its gang once the
-   other replicas' ``address.json`` appear;
+   Slurm's TERM and USR1, lets the replica accept its gang once the other
+   replicas' ``address.json`` appear, and holds the job to its storage as
+   the local runner does (``storage.json``);
 6. when the script ends it removes the network and gives back the slot, and
    exits with the script's status. Killed instead, it leaves both to the next
    replica that takes the slot (``network._remove_stale``, the lease's lock).
@@ -177,6 +178,9 @@ def run_script(folder: Path, plan: dict, replica_network) -> int:
         threading.Thread(
             target=watch_gang, args=(replica_network, peers, done), daemon=True
         ).start()
+    threading.Thread(
+        target=watch_storage, args=(folder, plan, child.pid, done), daemon=True
+    ).start()
     returncode = child.wait()
     done.set()
     return 128 - returncode if returncode < 0 else returncode
@@ -197,6 +201,49 @@ def watch_gang(replica_network, peers: list[Path], done: threading.Event) -> Non
             network.set_gang(replica_network, addresses)
         if len(addresses) == len(peers):
             return
+
+
+def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Event) -> None:
+    """As the local runner's watch: output, /tmp and /dev/shm together, within the storage.
+
+    Over the limit, ``storage.json`` says by how much and the phase's sandbox is
+    killed; the replica script then ends, and the tracking pass reports why.
+    """
+    from jobs.execution.replica.runner import (
+        STORAGE_NAME,
+        STORAGE_WATCH_SECONDS,
+        sandbox_tmp_bytes,
+        tree_bytes,
+        write_json,
+    )
+
+    limit, output = plan["storage_bytes"], Path(plan["mounts"]["output"])
+    while not done.wait(STORAGE_WATCH_SECONDS):
+        sandboxes = outer_sandboxes(script_pid)
+        used = tree_bytes(output) + sum(sandbox_tmp_bytes(pid) for pid in sandboxes)
+        if used > limit:
+            write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
+            for pid in sandboxes:  # bwrap --die-with-parent takes everything inside along
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+
+
+def outer_sandboxes(pid: int) -> list[int]:
+    """The bwrap processes under ``pid`` that are not themselves under a bwrap."""
+    found, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            name = Path(f"/proc/{current}/comm").read_text().strip()
+        except OSError:
+            continue
+        if name == "bwrap" and current != pid:
+            found.append(current)
+            continue  # its own children are the sandbox's
+        pending += [int(child) for child in children]
+    return found
 
 
 def _give(path: Path, uid: int, *, folder: bool) -> None:

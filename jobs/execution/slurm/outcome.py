@@ -15,6 +15,7 @@ NODE_FAIL, BOOT_FAIL      lost to the platform: not billed, placed again
 PREEMPTED                 lost to the platform: not billed, placed again
 (forgotten, no exit.json) lost to the platform (``VANISHED``)
 (keeper refused)          failed, the node's fault: placed again (``refused.json``)
+(past its storage)        failed: "Storage limit exceeded" (``storage.json``)
 ========================  =====================================================
 
 A stop or deadline Trainyard asked for (``stop.json``) decides over what the
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from jobs.execution.replica.failure import isolation_refusal
+from jobs.execution.replica.failure import isolation_refusal, storage_reason
 from jobs.models import ReplicaAttempt
 
 from .cli import SlurmJob
@@ -68,6 +69,7 @@ class ReplicaRecord:
     log: object  # Path of the log, for the failure's last lines
     peer_failed: int | None  # index of another replica of the job that exited non-zero
     refused: dict | None = None  # the keeper did not start it (kind, problem): keeper.py
+    storage: dict | None = None  # the keeper ended it past its storage (used, limit bytes)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
     if record.stop:
         # What Trainyard asked for, in its own words, as the local agent reports it.
         return Outcome(record.stop["kind"], exit_code, record.stop["reason"])
+    if record.storage:
+        return Outcome(State.FAILED, exit_code, storage_reason(record.storage))
     state, detail, platform_fault = _classify(slurm_job, record, attempt, exit_code)
     reason = _("Slurm job %(id)s ended %(state)s. %(detail)s") % {
         "id": slurm_job.job_id,

@@ -217,6 +217,7 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
             },
             "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
             "tmp_bytes": job.storage_gib * GIB,
+            "storage_bytes": job.storage_gib * GIB,
             "max_processes": process_limit(job.cpu_milli),
             "log": str(folder.log),
             "script": REPLICA_SCRIPT,

@@ -280,6 +280,7 @@ def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: date
             log=folders[attempt.pk].log,
             peer_failed=peer_failed,
             refused=folders[attempt.pk].read(keeper.REFUSED),
+            storage=folders[attempt.pk].read("storage"),
         )
         if record.refused and record.refused.get("kind") == "isolation":
             node_cannot_isolate(node_name=attempt.node.name, problem=record.refused["problem"])
