@@ -49,7 +49,8 @@ def test_the_last_minute_of_free_hours_counts_replicas_and_virtual_gpu_shares(p4
     """Refused only when not even a minute of the request's use is left."""
     account_for_user(user=owner)
     FreeGrant.objects.filter(account__user=owner).update(
-        card_hours=1, used_card_seconds=Decimal(3600 - 180)  # 3 card-minutes left
+        card_hours=1,
+        used_card_seconds=Decimal(3600 - 180),  # 3 card-minutes left
     )
     assert "gpu_model" in errors(owner, p4, gpu_count=2, replicas=3)  # half a minute
     vgpu = {"resource_kind": "vgpu", "vgpu_compute_percent": 50}
