@@ -6,6 +6,7 @@ import pytest
 
 from jobs.services.submit import job_submit
 from tests.cli.conftest import write
+from tests.factories import JobFactory, UserFactory
 from tests.job_site import build_site, job_body
 
 
@@ -80,3 +81,16 @@ def test_bill_for_a_month(server_cli, site):
     wrong = server_cli("bill", "--month", "January")
     assert wrong.returncode == 1
     assert "  month: Give the month as YYYY-MM" in wrong.stderr
+
+
+def test_staff_list_every_job_with_all(server_cli, site, owner):
+    """Issue 18, point 5: what GET /api/v1/jobs?all=1 gives staff, on the command line."""
+    someone = UserFactory(username="alice")
+    theirs = JobFactory(owner=someone, name="alices")
+    assert "alices" not in server_cli("jobs").stdout
+    refused = server_cli("jobs", "--all")
+    assert refused.returncode != 0 and "only staff may list every job" in refused.stderr
+    owner.is_staff = True
+    owner.save(update_fields=["is_staff"])
+    every = json.loads(server_cli("jobs", "--all", "--json").stdout)
+    assert theirs.pk in [job["id"] for job in every["items"]]
