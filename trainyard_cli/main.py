@@ -132,10 +132,13 @@ def check(job_file: str, assignments: tuple[str, ...], as_json: bool) -> None:
 @click.option("--state", help="Only jobs in this state (quota_wait, running, succeeded, …).")
 @click.option("--project", help="Only this project's jobs.")
 @click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
+@click.option("--all", "every", is_flag=True, help="Every user's jobs (staff only).")
 @json_option
-def jobs(state: str | None, project: str | None, limit: int, as_json: bool) -> None:
+def jobs(state: str | None, project: str | None, limit: int, every: bool, as_json: bool) -> None:
     """Your jobs and your projects' jobs, newest first."""
-    page = client().get("/jobs", state=state, project=project, limit=limit)
+    page = client().get(
+        "/jobs", state=state, project=project, limit=limit, all="1" if every else None
+    )
     output.emit(page, as_json=as_json, render=output.jobs_page)
 
 
