@@ -1,4 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from .models import (
     ApiToken,
@@ -14,6 +17,7 @@ from .models import (
     ReplicaAttempt,
     WorkloadTemplate,
 )
+from .services.stop import job_stop
 
 
 class DatasetInline(admin.TabularInline):
@@ -87,6 +91,23 @@ class JobAdmin(admin.ModelAdmin):
         "finished_at",
     ]
     inlines = [ReplicaInline, JobEventInline]
+    actions = ["stop_jobs"]
+
+    @admin.action(description=_("Stop the selected jobs"))
+    def stop_jobs(self, request: HttpRequest, queryset) -> None:
+        """The app's Stop, for each unfinished one: the stop records who asked."""
+        unfinished = [job for job in queryset.order_by("pk") if not job.is_finished]
+        for job in unfinished:
+            job_stop(job=job, actor=request.user)
+        count = len(unfinished)
+        self.message_user(
+            request,
+            ngettext(
+                "Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", count
+            )
+            % {"count": count},
+            messages.SUCCESS,
+        )
 
 
 @admin.register(ReplicaAttempt)
