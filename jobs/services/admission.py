@@ -16,6 +16,8 @@ from billing.rules import job_billing_errors
 from resources.feasibility import Feasibility, request_feasibility
 from resources.request import ResourceRequest
 
+from .resources_input import FieldErrors
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -24,10 +26,10 @@ class Admission:
 
     def as_feasibility(self) -> Feasibility:
         """Billing's reasons and then capacity's, by field, as the check shows them."""
-        errors = {field: list(messages) for field, messages in self.billing.items()}
-        for field, messages in self.feasibility.errors.items():
-            errors.setdefault(field, []).extend(messages)
-        return Feasibility(errors)
+        errors = FieldErrors()
+        errors.merge(self.billing)
+        errors.merge(self.feasibility.errors)
+        return Feasibility(dict(errors))
 
 
 def request_admission(*, user: AbstractBaseUser, request: ResourceRequest) -> Admission:
