@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
@@ -28,8 +30,10 @@ def job_new(request: HttpRequest) -> HttpResponse:
         body = _prefill_body(request)
         form = JobForm(user=request.user, project_name=request.GET.get("project", ""), body=body)
         return _page(request, form)
-    form = JobForm(request.POST, user=request.user)
     action = request.POST.get("_action", "submit")
+    if action == "language":
+        return _switch_language(request)
+    form = JobForm(request.POST, user=request.user)
     if action == "submit":
         return _submit(request, form)
     context: dict = {}
@@ -67,6 +71,30 @@ def _submit(request: HttpRequest, form: JobForm) -> HttpResponse:
             messages.success(request, _("Job #%(id)s submitted.") % {"id": job.pk})
             return redirect("jobs:detail", pk=job.pk)
     return _page(request, form)
+
+
+def _switch_language(request: HttpRequest) -> HttpResponse:
+    """Django's ``set_language`` without leaving the page: the form comes back as typed.
+
+    The form is built after the switch, so its labels and messages are in the new language.
+    """
+    language = request.POST.get("_language", "")
+    if not translation.check_for_language(language):
+        language = translation.get_language()
+    translation.activate(language)
+    request.LANGUAGE_CODE = translation.get_language()
+    response = _page(request, JobForm(request.POST, user=request.user))
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+    )
+    return response
 
 
 def _page(request: HttpRequest, form: JobForm, **context) -> HttpResponse:

@@ -288,3 +288,21 @@ def test_page_shows_the_free_panel(owner_client, site):
 
 def test_nav_links_to_the_new_job_page(owner_client, site):
     assert f'href="{URL}"' in owner_client.get(reverse("jobs:list")).content.decode()
+
+
+def test_switching_the_language_renders_the_form_as_posted_and_sets_the_cookie(owner_client, site):
+    response = owner_client.post(
+        URL, form_post(_action="language", _language="zh-hans", name="kept", gpu_count="3")
+    )
+    assert response.status_code == 200
+    assert response.cookies["django_language"].value == "zh-hans"
+    html = response.content.decode()
+    assert '<html lang="zh-hans">' in html and "新建任务" in html
+    assert 'value="kept"' in html and 'value="3"' in html
+    assert not Job.objects.exists()
+
+
+def test_an_unknown_language_keeps_the_current_one(owner_client, site):
+    response = owner_client.post(URL, form_post(_action="language", _language="xx"))
+    assert response.status_code == 200
+    assert response.cookies["django_language"].value == "en"
