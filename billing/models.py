@@ -9,6 +9,7 @@ cent rounding would turn into nothing); totals are exact sums of the rows and
 pages show them to the cent. See ``docs/billing.md``.
 """
 
+from datetime import datetime
 from decimal import ROUND_DOWN, Decimal
 
 from django.conf import settings
@@ -37,6 +38,16 @@ class Account(models.Model):
         related_name="+",
         verbose_name=_("billing enabled by"),
     )
+    # The last time an admin turned billing off again (the events keep every change).
+    billing_disabled_at = models.DateTimeField(_("billing disabled at"), null=True, blank=True)
+    billing_disabled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("billing disabled by"),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -45,6 +56,17 @@ class Account(models.Model):
 
     def __str__(self) -> str:
         return str(self.user)
+
+    def charges_at(self, moment: datetime) -> bool:
+        """Whether usage at ``moment`` is charged: billing is on, or was on then.
+
+        The accrual writes a period a minute or two after it ends, so a period used
+        before an admin disabled billing is still charged when written after.
+        """
+        if self.billing_enabled:
+            return True
+        enabled, disabled = self.billing_enabled_at, self.billing_disabled_at
+        return enabled is not None and disabled is not None and enabled <= moment < disabled
 
 
 class AccountEvent(models.Model):
@@ -264,6 +286,14 @@ class AttemptAccrual(models.Model):
     class Meta:
         verbose_name = _("attempt accrual")
         verbose_name_plural = _("attempt accruals")
+
+
+def model_is_free_tier(gpu_model: GpuModel) -> bool:
+    """An aggregated model is free-tier only when every member is."""
+    if gpu_model.is_aggregated:
+        members = list(gpu_model.members.all())
+        return bool(members) and all(m.free_tier for m in members)
+    return gpu_model.free_tier
 
 
 def hours(unit_seconds: Decimal) -> Decimal:

@@ -25,16 +25,8 @@ from django.utils.translation import gettext as _
 from resources.models import GpuModel, ResourceKind
 
 from .formatting import hours_text
-from .models import Account, FreeGrant
+from .models import Account, FreeGrant, model_is_free_tier
 from .services import account_for_user
-
-
-def model_is_free_tier(gpu_model: GpuModel) -> bool:
-    """An aggregated model is free-tier only when every member is."""
-    if gpu_model.is_aggregated:
-        members = list(gpu_model.members.all())
-        return bool(members) and all(m.free_tier for m in members)
-    return gpu_model.free_tier
 
 
 def cards_per_replica(

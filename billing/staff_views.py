@@ -13,13 +13,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_GET, require_POST
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_GET, require_http_methods
 
 from .exports import overview_csv, statement_csv
 from .models import Account
 from .selectors import DEFAULT_SORT, SORTS, overview_for, statement_for
-from .services import account_enable_billing
+from .services import account_disable_billing, account_enable_billing, jobs_needing_billing
 from .views import month_from, render_statement_page, statement_context
 
 ACCOUNTS_PER_PAGE = 50
@@ -110,7 +110,8 @@ def overview_export(request: HttpRequest) -> HttpResponse:
 @staff_only
 def account_statement(request: HttpRequest, account_id: int) -> HttpResponse:
     account = get_object_or_404(
-        Account.objects.select_related("user", "billing_enabled_by"), pk=account_id
+        Account.objects.select_related("user", "billing_enabled_by", "billing_disabled_by"),
+        pk=account_id,
     )
     month, error = month_from(request)
     statement = statement_for(account=account, month=month)
@@ -133,12 +134,46 @@ def account_statement_export(request: HttpRequest, account_id: int) -> HttpRespo
     return statement_csv(statement_for(account=account, month=month))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @staff_only
 def account_billing_enable(request: HttpRequest, account_id: int) -> HttpResponse:
-    account = get_object_or_404(Account, pk=account_id)
+    """GET asks first (what enabling means); the POST of that page enables."""
+    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    if request.method == "GET":
+        return _confirm(request, account, enable=True)
     account_enable_billing(account=account, actor=request.user)
     messages.success(
         request, _("Billing enabled for %(user)s.") % {"user": account.user.get_username()}
     )
     return redirect(reverse("billing:account", args=[account.pk]))
+
+
+@require_http_methods(["GET", "POST"])
+@staff_only
+def account_billing_disable(request: HttpRequest, account_id: int) -> HttpResponse:
+    """GET asks first, naming the jobs it would stop; the POST of that page disables."""
+    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    if request.method == "GET":
+        return _confirm(request, account, enable=False)
+    stopped = account_disable_billing(account=account, actor=request.user)
+    messages.success(
+        request,
+        ngettext(
+            "Billing disabled for %(user)s. %(count)s job stopped.",
+            "Billing disabled for %(user)s. %(count)s jobs stopped.",
+            len(stopped),
+        )
+        % {"user": account.user.get_username(), "count": len(stopped)},
+    )
+    return redirect(reverse("billing:account", args=[account.pk]))
+
+
+def _confirm(request: HttpRequest, account: Account, *, enable: bool) -> HttpResponse:
+    """The question before the switch: a plain form, no script (the CSP allows none inline)."""
+    context = {
+        "account": account,
+        "enable": enable,
+        "jobs": [] if enable else jobs_needing_billing(account=account),
+        "grants": account.grants.select_related("gpu_model").order_by("gpu_model__name"),
+    }
+    return render(request, "billing/account_confirm.html", context)

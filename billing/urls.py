@@ -19,4 +19,9 @@ urlpatterns = [
         staff_views.account_billing_enable,
         name="account_enable",
     ),
+    path(
+        "accounts/<int:account_id>/disable/",
+        staff_views.account_billing_disable,
+        name="account_disable",
+    ),
 ]

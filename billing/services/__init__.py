@@ -1,6 +1,19 @@
 """Writes to billing: accounts and their free grants, and the usage accrual."""
 
-from .accounts import account_enable_billing, account_for_user, free_grant_give
+from .accounts import (
+    account_disable_billing,
+    account_enable_billing,
+    account_for_user,
+    free_grant_give,
+    jobs_needing_billing,
+)
 from .accrual import usage_accrue
 
-__all__ = ["account_enable_billing", "account_for_user", "free_grant_give", "usage_accrue"]
+__all__ = [
+    "account_disable_billing",
+    "account_enable_billing",
+    "jobs_needing_billing",
+    "account_for_user",
+    "free_grant_give",
+    "usage_accrue",
+]

@@ -220,7 +220,7 @@ def _ledger_row(
     rest = unit_seconds - row.free_unit_seconds
     if not rest:
         return row
-    if not account.billing_enabled:
+    if not account.charges_at(period.start):
         if grants.covers(metering.gpu_model_id):
             return _unbilled(row, grants.used_up_reason(metering.gpu_model_id))
         return _unbilled(row, _("Not charged: billing is not enabled for this account"))
