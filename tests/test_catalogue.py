@@ -1,0 +1,95 @@
+"""The Simplified Chinese catalogue: every entry translated, one word for job, one register.
+
+Also the labels that come from elsewhere (django-axes' admin, models without a
+translated name, placeholders) read in Chinese.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+from django.utils import translation
+
+CATALOGUE = Path(__file__).resolve().parent.parent / "locale/zh_Hans/LC_MESSAGES/django.po"
+# English words; acronyms (GPU, API) and names (Slurm) are not words to translate.
+WORDS = re.compile(r"[A-Za-z]{3,}")
+NAMES = {"Slurm"}
+
+
+def english(text) -> list[str]:
+    return [w for w in WORDS.findall(str(text)) if not w.isupper() and w not in NAMES]
+
+
+def entries() -> list[dict]:
+    """The catalogue's entries: flags, msgid and every msgstr, joined from their lines."""
+    found = []
+    for block in CATALOGUE.read_text().split("\n\n"):
+        entry: dict = {"flags": "", "msgid": None, "msgstr": []}
+        key = None
+        for line in block.splitlines():
+            if line.startswith("#,"):
+                entry["flags"] += line
+            elif line.startswith("#"):
+                continue
+            elif line.startswith(("msgid ", "msgid_plural ", "msgstr")):
+                key, _sep, text = line.partition(" ")
+                if key.startswith("msgstr"):
+                    entry["msgstr"].append("")
+                elif key == "msgid":
+                    entry["msgid"] = ""
+                _append(entry, key, text)
+            elif line.startswith('"') and key:
+                _append(entry, key, line)
+        if entry["msgid"]:  # the header's msgid is empty
+            found.append(entry)
+    return found
+
+
+def _append(entry: dict, key: str, quoted: str) -> None:
+    text = quoted.strip()[1:-1]
+    if key == "msgid":
+        entry["msgid"] += text
+    elif key.startswith("msgstr"):
+        entry["msgstr"][-1] += text
+
+
+def test_every_msgid_has_a_translation_that_is_not_fuzzy():
+    missing = [e["msgid"] for e in entries() if not all(e["msgstr"]) or not e["msgstr"]]
+    fuzzy = [e["msgid"] for e in entries() if "fuzzy" in e["flags"]]
+    assert missing == [] and fuzzy == []
+
+
+def test_one_word_for_job_and_the_polite_register():
+    wrong = [
+        (e["msgid"], text)
+        for e in entries()
+        for text in e["msgstr"]
+        if "作业" in text or "你" in text
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("app_label", ["axes", "resources", "jobs", "notifications", "auth"])
+def test_model_names_are_chinese_in_the_admin(app_label):
+    with translation.override("zh-hans"):
+        untranslated = [
+            str(name)
+            for model in apps.get_app_config(app_label).get_models()
+            for name in (model._meta.verbose_name, model._meta.verbose_name_plural)
+            if english(name)
+        ]
+        untranslated += [
+            f"{model.__name__}.{field.name}: {field.verbose_name}"
+            for model in apps.get_app_config(app_label).get_models()
+            for field in model._meta.fields
+            if app_label == "axes" and english(field.verbose_name)
+        ]
+    assert untranslated == []
+
+
+def test_placeholders_and_stored_words_read_in_chinese():
+    from jobs.environment import unknown_value
+
+    with translation.override("zh-hans"):
+        assert english(unknown_value()) == []
