@@ -21,7 +21,7 @@ from resources.api_free import ResourcePartIn
 from resources.ratios import mib_to_gib, milli_to_cores
 from trainyard.api_pagination import Pagination
 
-from .models import Job
+from .models import Job, JobEvent
 from .selectors import jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
@@ -74,7 +74,11 @@ class JobOut(Schema):
     project: str
     owner: str
     state: str
+    # In the request's language (Accept-Language; English without one); scripts match
+    # on the code, which names a message of trainyard/reasons.py, and its parameters.
     state_reason: str
+    state_reason_code: str
+    state_reason_params: dict
     queue_position: int | None
     estimated_start: datetime | None
     task_mode: str
@@ -97,6 +101,10 @@ class JobOut(Schema):
     started_at: datetime | None
     finished_at: datetime | None
     stop_requested_at: datetime | None
+
+    @staticmethod
+    def resolve_state_reason(job: Job) -> str:
+        return job.reason_text
 
     @staticmethod
     def resolve_project(job: Job) -> str:
@@ -156,7 +164,13 @@ class JobEventOut(Schema):
     created_at: datetime
     from_state: str
     to_state: str
-    reason: str
+    reason: str  # in the request's language, as ``state_reason``
+    reason_code: str
+    reason_params: dict
+
+    @staticmethod
+    def resolve_reason(event: JobEvent) -> str:
+        return event.text
 
 
 class JobDetailOut(JobOut):

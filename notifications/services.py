@@ -77,7 +77,13 @@ def job_event_notify(*, event_id: int) -> Notification | None:
     if kind is None:
         return None
     job = event.job
-    data = {"job_id": job.pk, "job_name": job.name, "reason": event.reason}
+    data = {
+        "job_id": job.pk,
+        "job_name": job.name,
+        "reason": event.reason,
+        "reason_code": event.reason_code,
+        "reason_params": event.reason_params,
+    }
     if kind == Kind.STOPPED:
         requester = stop_requester(job=job)
         if requester is not None and requester.pk == job.owner_id:
@@ -140,6 +146,8 @@ def long_waits_notify(*, now: datetime | None = None) -> list[int]:
                 "job_id": job.pk,
                 "job_name": job.name,
                 "reason": job.state_reason,
+                "reason_code": job.state_reason_code,
+                "reason_params": job.state_reason_params,
                 "minutes": owner_settings.long_wait_minutes,
             },
             url=reverse("jobs:detail", args=[job.pk]),

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
+from trainyard.reasons import reason_text
+
 from .models import Kind, Notification
 
 
@@ -20,7 +22,10 @@ def notification_text(notification: Notification) -> Text:
     if notification.kind == Kind.FREE_HOURS:
         return _free_hours_text(data)
     job = {"id": data.get("job_id", ""), "name": data.get("job_name", "")}
-    reason = data.get("reason", "")
+    # Rendered now, in the reader's language; the English text for a notification without a code.
+    reason = reason_text(
+        data.get("reason_code", ""), data.get("reason_params"), data.get("reason", "")
+    )
     if notification.kind == Kind.STARTED:
         title = _("Job #%(id)s %(name)s is running") % job
     elif notification.kind == Kind.SUCCEEDED:

@@ -1,5 +1,7 @@
 """The job: what was asked for, and what has happened to it."""
 
+from __future__ import annotations
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -7,6 +9,7 @@ from django.db.models.functions import Length
 from django.utils.translation import gettext_lazy as _
 
 from resources.models import GpuModel, ResourceKind, Spec
+from trainyard.reasons import Reason, reason_text
 
 MAX_COMMAND_CHARS = 10_000
 MAX_PORTS_PER_JOB = 10
@@ -119,7 +122,10 @@ class Job(models.Model):
     state = models.CharField(
         _("state"), max_length=16, choices=State.choices, default=State.QUOTA_WAIT, db_index=True
     )
+    # In English (searches, old readers); pages and the API render the code in their language.
     state_reason = models.TextField(_("reason"), blank=True)
+    state_reason_code = models.CharField(_("reason code"), max_length=32, blank=True)
+    state_reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True)
     queue_position = models.PositiveIntegerField(_("queue position"), null=True, blank=True)
     estimated_start = models.DateTimeField(_("estimated start"), null=True, blank=True)
     attempt = models.PositiveSmallIntegerField(
@@ -182,6 +188,20 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.name}"
+
+    @property
+    def reason_text(self) -> str:
+        """The state reason in the active language (the stored English without a code)."""
+        return reason_text(self.state_reason_code, self.state_reason_params, self.state_reason)
+
+    @staticmethod
+    def reason_fields(reason: Reason) -> dict:
+        """The columns that store ``reason``."""
+        return {
+            "state_reason": reason.english,
+            "state_reason_code": reason.code,
+            "state_reason_params": reason.json_params,
+        }
 
     @property
     def is_waiting(self) -> bool:
@@ -256,7 +276,9 @@ class JobEvent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     from_state = models.CharField(max_length=16, blank=True)
     to_state = models.CharField(max_length=16, blank=True)
-    reason = models.TextField()
+    reason = models.TextField()  # in English; ``text`` is in the reader's language
+    reason_code = models.CharField(max_length=32, blank=True)
+    reason_params = models.JSONField(default=dict, blank=True)
     data = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -266,3 +288,18 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}: {self.from_state}→{self.to_state} {self.reason}"
+
+    @property
+    def text(self) -> str:
+        """The reason in the active language (the stored English for a row without a code)."""
+        return reason_text(self.reason_code, self.reason_params, self.reason)
+
+    @classmethod
+    def build(cls, *, reason: Reason, **fields) -> JobEvent:
+        """An unsaved event with ``reason``'s code, parameters and English text."""
+        return cls(
+            reason=reason.english,
+            reason_code=reason.code,
+            reason_params=reason.json_params,
+            **fields,
+        )

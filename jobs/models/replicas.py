@@ -4,6 +4,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from trainyard.reasons import Reason, reason_text
+
 from .job import MAX_PORT, MIN_PORT
 
 
@@ -68,7 +70,9 @@ class ReplicaAttempt(models.Model):
         _("executor job id"), max_length=64, blank=True, help_text=_("e.g. the Slurm job id")
     )
     exit_code = models.IntegerField(_("exit code"), null=True, blank=True)
-    reason = models.TextField(_("reason"), blank=True)
+    reason = models.TextField(_("reason"), blank=True)  # in English; see ``reason_text``
+    reason_code = models.CharField(_("reason code"), max_length=32, blank=True)
+    reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True)
     platform_fault = models.BooleanField(
         _("lost to the platform"), default=False, help_text=_("Not billed: node or agent failure.")
     )
@@ -99,6 +103,27 @@ class ReplicaAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.replica} attempt {self.number}"
+
+    @property
+    def reason_text(self) -> str:
+        """Why it ended, in the active language (the stored English without a code)."""
+        return reason_text(self.reason_code, self.reason_params, self.reason)
+
+    @property
+    def reason_value(self) -> Reason:
+        """Why it ended, to nest in the job's reason."""
+        if self.reason_code:
+            return Reason.of({"code": self.reason_code, "params": self.reason_params})
+        return Reason.of(self.reason)
+
+    @staticmethod
+    def reason_fields(reason: Reason) -> dict:
+        """The columns that store ``reason``."""
+        return {
+            "reason": reason.english,
+            "reason_code": reason.code,
+            "reason_params": reason.json_params,
+        }
 
 
 class PortAllocation(models.Model):

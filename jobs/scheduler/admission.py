@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from resources.catalog import ModelCatalog
 from resources.quota import Holding, charged_vector, quota_holdings_for, quota_limits_for
 from resources.vector import ResourceVector
+from trainyard.reasons import Reason
 
 from .queue import WaitingJob
 from .reasons import first_key, quota_reason
@@ -24,11 +25,11 @@ class Admission:
     """Models the job may use (None for a CPU job), or why none: a quota reason."""
 
     models: tuple[str, ...] | None
-    reason: str = ""
+    reason: Reason | None = None
 
     @property
     def admitted(self) -> bool:
-        return not self.reason
+        return self.reason is None
 
 
 class Quotas:

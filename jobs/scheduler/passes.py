@@ -24,6 +24,7 @@ from django.utils import timezone
 from jobs.models import Job
 from resources.catalog import ModelCatalog
 from resources.models import Allocation, CardAllocation, Node
+from trainyard.reasons import Reason
 
 from .admission import Quotas
 from .backfill import Queued, Release, Reservation, ends_at, estimate_starts, plan_reservation
@@ -97,13 +98,14 @@ class SchedulingPass:
         self.jobs = load_waiting(rows, self.catalog)
         self.cluster.typical = typical_of(job.request for job in self.jobs)
         self.starts: list[Start] = []
-        self.outcomes: dict[int, tuple[str, str]] = {}  # job → (state, reason) or cause
+        # job → (state, reason), or "" for a resource wait whose reason is found at the end
+        self.outcomes: dict[int, tuple[str, Reason | str]] = {}
         self.shapes: dict[int, Shape] = {}
         self.reservations: dict[str, Reservation] = {}
         self.reservations_by_node: dict[int, list[Reservation]] = {}
         self.blocked: set[str] = set()
         self.failed_on_capacity: set[Shape] = set()
-        self.failed_held: dict[Shape, tuple[float, str]] = {}
+        self.failed_held: dict[Shape, tuple[float, Reason]] = {}
         self._ports: PortPool | None = None
         self._releases: list[Release] | None = None
         self._pending_releases: list[Release] = []
@@ -154,7 +156,7 @@ class SchedulingPass:
         self.quotas.charge_started(job, node_models, self.now)
         self.starts.append(Start(job, uses, tuple(host_ports)))
 
-    def _failed_before(self, shape: Shape, max_runtime: int | None) -> str | None:
+    def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:
         """The reason a shape failed earlier in this pass, if it must fail again.
 
         Free resources only shrink during a pass, so a shape that did not fit
@@ -189,7 +191,7 @@ class SchedulingPass:
                 self.failed_held[shape] = (runtime, held_reason(job_id=refusing[0].job_id))
         return outcome.uses
 
-    def _wait_for_nodes(self, job: WaitingJob, shape: Shape, held: str) -> None:
+    def _wait_for_nodes(self, job: WaitingJob, shape: Shape, held: Reason | str) -> None:
         """Resource wait; the first such job of its queue gets a reservation."""
         self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, held)
         if job.queue in self.blocked:

@@ -2,17 +2,18 @@
 
 "Waiting for quota: needs 4 V100 cards; your quota is 8 and 6 are in use"
 "Waiting for resources: needs 2 nodes with 8 free V100 cards; 1 has them"
+
+Each is a ``Reason`` (a code of ``trainyard.reasons`` and its parameters), read
+in the language of whoever looks; amounts are formatted here, once.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 
-from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
-
 from resources.models import MIB_PER_GIB, MILLI_PER_CORE
 from resources.vector import CPU, MEMORY
+from trainyard.reasons import Reason
 
 from .placement import Shape, fit_on_node
 from .state import Cluster, NodeState
@@ -21,56 +22,49 @@ from .state import Cluster, NodeState
 KEY_ORDER = ("gpu:", "vgpu_compute_percent:", CPU, MEMORY)
 
 
-def quota_reason(*, key: str, need: int, limit: int, used: int) -> str:
-    need_text, limit_text, used_text, used_count = _quota_amounts(key, need, limit, used)
-    message = ngettext(
-        "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s is in use",
-        "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s are in use",
-        1 if used_count == 1 else 2,
+def quota_reason(*, key: str, need: int, limit: int, used: int) -> Reason:
+    need_amount, limit_text, used_text, used_count = _quota_amounts(key, need, limit, used)
+    return Reason(
+        "wait.quota",
+        {
+            "need": need_amount,
+            "limit": limit_text,
+            "used": used_text,
+            "used_count": 1 if used_count == 1 else 2,
+        },
     )
-    return message % {"need": need_text, "limit": limit_text, "used": used_text}
 
 
 def first_key(keys: list[str]) -> str:
     return min(keys, key=lambda k: next(i for i, p in enumerate(KEY_ORDER) if k.startswith(p)))
 
 
-def _quota_amounts(key: str, need: int, limit: int, used: int) -> tuple[str, str, str, float]:
+def _quota_amounts(key: str, need: int, limit: int, used: int) -> tuple:
     """Need, limit and use as a person reads them, and the number the verb agrees with."""
     if key == CPU:
-        need_text = _("%(cores)s CPU cores") % {"cores": _cores(need)}
-        return need_text, _cores(limit), _cores(used), used / MILLI_PER_CORE
+        need_amount = Reason("amount.cores", {"cores": _cores(need)})
+        return need_amount, _cores(limit), _cores(used), used / MILLI_PER_CORE
     if key == MEMORY:
-        gib = _("%(gib)s GiB")
         return (
-            _("%(gib)s GiB of memory") % {"gib": _gib(need)},
-            gib % {"gib": _gib(limit)},
-            gib % {"gib": _gib(used)},
+            Reason("amount.memory", {"gib": _gib(need)}),
+            Reason("amount.gib", {"gib": _gib(limit)}),
+            Reason("amount.gib", {"gib": _gib(used)}),
             used / MIB_PER_GIB,
         )
     kind, _sep, model = key.partition(":")
     if kind == "gpu":
-        cards = ngettext("%(count)s %(model)s card", "%(count)s %(model)s cards", need)
-        return cards % {"count": need, "model": model}, str(limit), str(used), used
-    compute = _("%(percent)s%% of %(model)s virtual-GPU compute")
-    return (
-        compute % {"percent": need, "model": model},
-        f"{limit}%",
-        f"{used}%",
-        used,
-    )
+        cards = Reason("amount.cards", {"count": need, "model": model})
+        return cards, str(limit), str(used), used
+    compute = Reason("amount.vgpu", {"percent": need, "model": model})
+    return compute, f"{limit}%", f"{used}%", used
 
 
-def held_reason(*, job_id: int) -> str:
-    return _(
-        "Waiting for resources: what it needs is held for job #%(job)s, which is ahead in the queue"
-    ) % {"job": job_id}
+def held_reason(*, job_id: int) -> Reason:
+    return Reason("wait.held", {"job": job_id})
 
 
-def ports_reason(*, need: int, free: int, size: int) -> str:
-    return _(
-        "Waiting for resources: needs %(need)s host ports; %(free)s of the pool's %(size)s are free"
-    ) % {"need": need, "free": free, "size": size}
+def ports_reason(*, need: int, free: int, size: int) -> Reason:
+    return Reason("wait.ports", {"need": need, "free": free, "size": size})
 
 
 class ResourceReasons:
@@ -78,23 +72,21 @@ class ResourceReasons:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self._cache: dict[tuple[Shape, str | None], str] = {}
+        self._cache: dict[tuple[Shape, str | None], Reason] = {}
         self._free: dict[tuple | None, _FreeAmounts] = {}
 
-    def reason(self, shape: Shape, requested: str | None) -> str:
+    def reason(self, shape: Shape, requested: str | None) -> Reason:
         key = (shape, requested)
         if key not in self._cache:
             self._cache[key] = self._reason(shape, requested)
         return self._cache[key]
 
-    def _reason(self, shape: Shape, requested: str | None) -> str:
+    def _reason(self, shape: Shape, requested: str | None) -> Reason:
         free = self._free_amounts(shape)
         if not free.nodes:
             if requested is None:
-                return _("Waiting for resources: no node is ready")
-            return _("Waiting for resources: no ready node has %(model)s cards") % {
-                "model": requested
-            }
+                return Reason("wait.no_node")
+            return Reason("wait.no_model", {"model": requested})
         dimensions = self._dimensions(shape, requested, free)
         short = [(count, i, text) for i, (text, count) in enumerate(dimensions)]
         short = [item for item in short if item[0] < shape.replicas]
@@ -116,38 +108,33 @@ class ResourceReasons:
 
     def _dimensions(
         self, shape: Shape, requested: str | None, free: _FreeAmounts
-    ) -> list[tuple[str, int]]:
+    ) -> list[tuple[Reason, int]]:
         dimensions = []
         if shape.whole_cards:
-            text = ngettext(
-                "%(count)s free %(model)s card", "%(count)s free %(model)s cards", shape.gpu_count
-            ) % {"count": shape.gpu_count, "model": requested}
+            text = Reason("free.cards", {"count": shape.gpu_count, "model": requested})
             dimensions.append((text, _at_least(free.whole_cards, shape.gpu_count)))
         elif shape.is_vgpu:
-            text = ngettext(
-                "%(count)s %(model)s card with %(percent)s%% compute and %(gib)s GiB of card "
-                "memory free",
-                "%(count)s %(model)s cards with %(percent)s%% compute and %(gib)s GiB of card "
-                "memory free each",
-                shape.gpu_count,
-            ) % {
-                "count": shape.gpu_count,
-                "model": requested,
-                "percent": shape.vgpu_percent,
-                "gib": _gib(shape.vgpu_memory_mib),
-            }
+            text = Reason(
+                "free.vgpu",
+                {
+                    "count": shape.gpu_count,
+                    "model": requested,
+                    "percent": shape.vgpu_percent,
+                    "gib": _gib(shape.vgpu_memory_mib),
+                },
+            )
             dimensions.append((text, free.nodes_with_shares(shape)))
         dimensions += [
             (
-                _("%(cores)s free CPU cores") % {"cores": _cores(shape.cpu_milli)},
+                Reason("free.cores", {"cores": _cores(shape.cpu_milli)}),
                 _at_least(free.cpu, shape.cpu_milli),
             ),
             (
-                _("%(gib)s GiB of free memory") % {"gib": _gib(shape.memory_mib)},
+                Reason("free.memory", {"gib": _gib(shape.memory_mib)}),
                 _at_least(free.memory, shape.memory_mib),
             ),
             (
-                _("%(gib)s GiB of free temporary storage") % {"gib": shape.storage_gib},
+                Reason("free.storage", {"gib": shape.storage_gib}),
                 _at_least(free.storage, shape.storage_gib),
             ),
         ]
@@ -182,27 +169,18 @@ def _at_least(values: list[int], amount: int) -> int:
     return len(values) - bisect_left(values, amount)
 
 
-def _needs(replicas: int, what: str, count: int) -> str:
+def _needs(replicas: int, what: Reason, count: int) -> Reason:
     if replicas == 1:
-        return _("Waiting for resources: needs a node with %(what)s; none has them") % {
-            "what": what
-        }
+        return Reason("wait.node", {"what": what})
     if count == 0:
-        return _("Waiting for resources: needs %(nodes)s nodes with %(what)s; none has them") % {
-            "nodes": replicas,
-            "what": what,
-        }
-    return ngettext(
-        "Waiting for resources: needs %(nodes)s nodes with %(what)s; %(count)s has them",
-        "Waiting for resources: needs %(nodes)s nodes with %(what)s; %(count)s have them",
-        count,
-    ) % {"nodes": replicas, "what": what, "count": count}
+        return Reason("wait.nodes_none", {"nodes": replicas, "what": what})
+    return Reason("wait.nodes", {"nodes": replicas, "what": what, "count": count})
 
 
-def _join(parts: list[str]) -> str:
+def _join(parts: list[Reason]) -> Reason:
     if len(parts) == 1:
         return parts[0]
-    return _("%(items)s and %(last)s") % {"items": ", ".join(parts[:-1]), "last": parts[-1]}
+    return Reason("and", {"items": parts})
 
 
 def _cores(milli: int) -> str:

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from jobs.models import Job, PortAllocation, Replica
-from jobs.services.transitions import Transition, job_transition_many
+from jobs.services.transitions import REASON_FIELDS, Transition, job_transition_many
 from resources.models import Allocation, CardAllocation
 from trainyard.bulk import insert_rows, update_from_values
+from trainyard.reasons import Reason
 
 from .columns import add_to_allocated
 from .queue import WaitingJob
@@ -41,7 +41,7 @@ class Start:
 class Waiting:
     job: WaitingJob
     state: str
-    reason: str
+    reason: Reason
     queue_position: int | None
     estimated_start: datetime | None
 
@@ -84,13 +84,14 @@ def write_waiting(changes: list[Waiting]) -> None:
 
     A new state, or a reason of a new kind, is a transition with an event; a
     reason whose numbers alone changed ("1 has them" → "2 have them") is not.
+    Reasons are compared by their English text, which the job row keeps.
     """
     transitions, annotations = [], []
     for change in changes:
         job = change.job
         if (
             job.state == change.state
-            and job.state_reason == change.reason
+            and job.state_reason == change.reason.english
             and job.queue_position == change.queue_position
             and job.estimated_start == change.estimated_start
         ):
@@ -99,7 +100,7 @@ def write_waiting(changes: list[Waiting]) -> None:
             "queue_position": change.queue_position,
             "estimated_start": change.estimated_start,
         }
-        if job.state != change.state or _kind(job.state_reason) != _kind(change.reason):
+        if job.state != change.state or _kind(job.state_reason) != _kind(change.reason.english):
             transitions.append(
                 Transition(
                     job_id=job.pk,
@@ -111,13 +112,17 @@ def write_waiting(changes: list[Waiting]) -> None:
                 )
             )
         else:
-            annotations.append((job.pk, job.state, change.reason, *fields.values()))
+            reason = change.reason
+            annotations.append(
+                (job.pk, job.state, reason.english, reason.code, reason.json_params)
+                + tuple(fields.values())
+            )
     job_transition_many(transitions=transitions)
     update_from_values(
         Job,
         rows=annotations,
         match_fields=["state"],
-        set_fields=["state_reason", "queue_position", "estimated_start"],
+        set_fields=[*REASON_FIELDS, "queue_position", "estimated_start"],
     )
 
 
@@ -131,16 +136,19 @@ def _kind(reason: str) -> str:
     return re.sub(r"\d+(\.\d+)?", "#", need)
 
 
-def _start_reason(start: Start, cluster: Cluster) -> str:
+def _start_reason(start: Start, cluster: Cluster) -> Reason:
     parts = []
     for use in start.uses:
         name = cluster.nodes[use.node_pk].name
         if use.cards:
             cards = ", ".join(str(card.index) for card in use.cards)
-            parts.append(_("%(node)s (cards %(cards)s)") % {"node": name, "cards": cards})
+            parts.append(Reason("start.node_cards", {"node": name, "cards": cards}))
         else:
-            parts.append(name)
-    return _("Starting on %(placement)s") % {"placement": "; ".join(parts)}
+            parts.append(Reason("start.node", {"node": name}))
+    placement = parts[-1]
+    for part in reversed(parts[:-1]):
+        placement = Reason("start.more", {"first": part, "rest": placement})
+    return Reason("start", {"placement": placement})
 
 
 def _hold_on_nodes(starts: list[Start], cluster: Cluster) -> None:

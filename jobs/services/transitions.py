@@ -11,6 +11,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent
 from notifications.triggers import job_state_changed
 from trainyard.bulk import insert_rows, update_from_values
+from trainyard.reasons import Reason
 
 S = Job.State
 ALLOWED: dict[str, set[str]] = {
@@ -50,7 +51,7 @@ def job_transition(
     *,
     job: Job,
     to_state: str,
-    reason: str,
+    reason: Reason | str,
     data: dict | None = None,
     **fields,
 ) -> bool:
@@ -59,8 +60,10 @@ def job_transition(
     The update is conditional on the state we read (``UPDATE ... WHERE state = …``)
     so two workers racing on the same job cannot both apply a transition.
     A transition to the same state only updates the reason and the given fields,
-    and writes an event only when the reason changed.
+    and writes an event only when the reason changed. The reason is stored as its
+    code and parameters (plain text is kept verbatim: tests, old callers).
     """
+    reason = Reason.of(reason)
     from_state = job.state
     if to_state not in ALLOWED[from_state]:
         raise TransitionRefused(f"job {job.pk}: {from_state} → {to_state} is not allowed")
@@ -71,16 +74,17 @@ def job_transition(
         fields.setdefault("finished_at", now)
         fields.setdefault("queue_position", None)
         fields.setdefault("estimated_start", None)
-    updates = {"state": to_state, "state_reason": reason, **fields}
+    updates = {"state": to_state, **Job.reason_fields(reason), **fields}
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, state=from_state).update(**updates)
         if not changed:
             return False
         same_state = from_state == to_state
-        if not same_state or job.state_reason != reason:
-            event = JobEvent.objects.create(
+        if not same_state or job.state_reason != reason.english:
+            event = JobEvent.build(
                 job=job, from_state=from_state, to_state=to_state, reason=reason, data=data or {}
             )
+            event.save()
             job_state_changed(event_id=event.pk, from_state=from_state, to_state=to_state)
     for name, value in updates.items():
         setattr(job, name, value)
@@ -94,8 +98,8 @@ class Transition:
     job_id: int
     from_state: str
     to_state: str
-    reason: str
-    old_reason: str = ""
+    reason: Reason
+    old_reason: str = ""  # the job's stored (English) reason
     data: dict = field(default_factory=dict)
     fields: dict = field(default_factory=dict)
 
@@ -121,7 +125,8 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
     if any(sorted(t.fields) != names for t in transitions):
         raise ValueError("every transition of one call must set the same fields")
     rows = [
-        (t.job_id, t.from_state, t.to_state, t.reason, *(t.fields[n] for n in names))
+        (t.job_id, t.from_state, t.to_state, *_reason_columns(t.reason))
+        + tuple(t.fields[n] for n in names)
         for t in transitions
     ]
     with transaction.atomic():
@@ -130,18 +135,36 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
                 Job,
                 rows=rows,
                 match_fields=["state"],
-                set_fields=["state", "state_reason", *names],
+                set_fields=["state", *REASON_FIELDS, *names],
                 returning=True,
             )
         )
         now = timezone.now()
         insert_rows(
             JobEvent,
-            fields=["job", "created_at", "from_state", "to_state", "reason", "data"],
+            fields=[
+                "job",
+                "created_at",
+                "from_state",
+                "to_state",
+                "reason",
+                "reason_code",
+                "reason_params",
+                "data",
+            ],
             rows=[
-                (t.job_id, now, t.from_state, t.to_state, t.reason, t.data)
+                (t.job_id, now, t.from_state, t.to_state, *_reason_columns(t.reason), t.data)
                 for t in transitions
-                if t.job_id in moved and (t.from_state != t.to_state or t.old_reason != t.reason)
+                if t.job_id in moved
+                and (t.from_state != t.to_state or t.old_reason != t.reason.english)
             ],
         )
     return moved
+
+
+REASON_FIELDS = ("state_reason", "state_reason_code", "state_reason_params")
+
+
+def _reason_columns(reason: Reason) -> tuple:
+    """A reason's English text, code and parameters, in the order of ``REASON_FIELDS``."""
+    return (reason.english, reason.code, reason.json_params)

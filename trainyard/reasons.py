@@ -1,0 +1,322 @@
+"""Why things happen to a job: a code and its parameters, read in the reader's language.
+
+Writers (the scheduler, transitions, settle, the executors, billing's stops)
+pass a ``Reason``; the row keeps its code and parameters, and its English
+text for searches and old readers. Pages, the API (``Accept-Language``), the
+CLI and emails render the code in their reader's language; a row written
+before codes existed (no code) shows its stored text.
+
+A parameter is a value, a nested reason (``{"code": …, "params": …}``), or a
+list of either (rendered one after another, each followed by a space). The
+code ``and`` joins its ``items`` as a person lists them ("a, b and c").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
+
+MESSAGES = {
+    # Verbatim text that is not ours to translate (a controller's or the kernel's words).
+    "text": _("%(text)s"),
+    "and": _("%(items)s and %(last)s"),
+    # Submission and the queue (jobs/services/submit.py, jobs/scheduler/reasons.py).
+    "queued": _("Queued; waiting for the scheduler"),
+    "submitted": _("Submitted by %(user)s; waiting for the scheduler"),
+    "wait.quota": ngettext_lazy(
+        "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s is in use",
+        "Waiting for quota: needs %(need)s; your quota is %(limit)s and %(used)s are in use",
+        "used_count",
+    ),
+    "wait.held": _(
+        "Waiting for resources: what it needs is held for job #%(job)s, which is ahead in the queue"
+    ),
+    "wait.ports": _(
+        "Waiting for resources: needs %(need)s host ports; %(free)s of the pool's %(size)s are free"
+    ),
+    "wait.no_node": _("Waiting for resources: no node is ready"),
+    "wait.no_model": _("Waiting for resources: no ready node has %(model)s cards"),
+    "wait.node": _("Waiting for resources: needs a node with %(what)s; none has them"),
+    "wait.nodes_none": _(
+        "Waiting for resources: needs %(nodes)s nodes with %(what)s; none has them"
+    ),
+    "wait.nodes": ngettext_lazy(
+        "Waiting for resources: needs %(nodes)s nodes with %(what)s; %(count)s has them",
+        "Waiting for resources: needs %(nodes)s nodes with %(what)s; %(count)s have them",
+        "count",
+    ),
+    # Amounts inside the waits.
+    "amount.cards": ngettext_lazy("%(count)s %(model)s card", "%(count)s %(model)s cards", "count"),
+    "amount.cores": _("%(cores)s CPU cores"),
+    "amount.gib": _("%(gib)s GiB"),
+    "amount.memory": _("%(gib)s GiB of memory"),
+    "amount.vgpu": _("%(percent)s%% of %(model)s virtual-GPU compute"),
+    "free.cards": ngettext_lazy(
+        "%(count)s free %(model)s card", "%(count)s free %(model)s cards", "count"
+    ),
+    "free.vgpu": ngettext_lazy(
+        "%(count)s %(model)s card with %(percent)s%% compute and %(gib)s GiB of card memory free",
+        "%(count)s %(model)s cards with %(percent)s%% compute and %(gib)s GiB of card "
+        "memory free each",
+        "count",
+    ),
+    "free.cores": _("%(cores)s free CPU cores"),
+    "free.memory": _("%(gib)s GiB of free memory"),
+    "free.storage": _("%(gib)s GiB of free temporary storage"),
+    # Starting and running (jobs/scheduler/writes.py, jobs/execution/report.py).
+    "start": _("Starting on %(placement)s"),
+    "start.node_cards": _("%(node)s (cards %(cards)s)"),
+    "start.node": _("%(node)s"),
+    "start.more": _("%(first)s; %(rest)s"),
+    "running": _("All %(count)d replicas are running (attempt %(attempt)d)."),
+    # Stops (jobs/services/stop.py, jobs/execution/settle.py, the executors).
+    "stopped": _("Stopped"),
+    "stopped.by": _("Stopped by %(user)s"),
+    "stop.requested": _("Stop requested by %(user)s"),
+    "stopped.unstarted": _("Stopped before it started."),
+    "superseded": _("Superseded before it started."),
+    "stopped.peer": _("Replica %(index)d ended (%(state)s); stopping the other replicas."),
+    "timeout": ngettext_lazy(
+        "Max run time of %(minutes)d minute exceeded.",
+        "Max run time of %(minutes)d minutes exceeded.",
+        "minutes",
+    ),
+    "free_used_up": _("free %(model)s hours used up (%(grant)s card-hours)"),
+    "free_used": _(
+        "%(percent)s %% of your free %(model)s card-hours are used "
+        "(%(used)s of %(grant)s card-hours)."
+    ),
+    "ports.changed": _("Ports changed by %(user)s: %(before)s → %(after)s"),
+    # How a replica ended (jobs/execution/replica/failure.py, the executors).
+    "exit.ok": _("Exited with code 0."),
+    "exit.succeeded": _("Every replica exited with code 0."),
+    "exit.code": _("exit code %(code)s"),
+    "exit.signal": _("exit code %(code)s (%(signal)s)"),
+    "exit.killed": _("killed by %(signal)s"),
+    "exited": _("Exited with %(summary)s. %(causes)sLast lines of the log:\n%(tail)s"),
+    "oom": _("Out of memory: the replica went over its memory limit of %(limit)s GiB."),
+    "disk_full": _(
+        "Disk full: %(free)s MiB of %(total)s MiB free on node %(node)s, "
+        "where the job writes its output and log."
+    ),
+    "storage": _(
+        "Storage limit exceeded: %(used)s GiB written of %(limit)s GiB "
+        "(its output folder, /tmp and /dev/shm together)."
+    ),
+    "missing": _("Missing on the node: %(items)s"),
+    # What the job does about it (jobs/execution/settle.py): the user's error first.
+    "failed.exited": _(
+        "Exited with %(summary)s on replica %(index)d, attempt %(attempt)d; no retries left. "
+        "%(causes)sLast lines of the log:\n%(tail)s"
+    ),
+    "retry.exited": _(
+        "Exited with %(summary)s on replica %(index)d, attempt %(attempt)d; restarting it "
+        "(retry %(used)d of %(retries)d). %(causes)sLast lines of the log:\n%(tail)s"
+    ),
+    "retry_all.exited": _(
+        "Exited with %(summary)s on replica %(index)d, attempt %(attempt)d; restarting every "
+        "replica (retry %(used)d of %(retries)d). %(causes)sLast lines of the log:\n%(tail)s"
+    ),
+    "failed": _("Replica %(index)d failed on attempt %(attempt)d (no retries left): %(reason)s"),
+    "retry": _(
+        "Replica %(index)d failed on attempt %(attempt)d; restarting it "
+        "(retry %(used)d of %(retries)d): %(reason)s"
+    ),
+    "retry_all": _(
+        "Replica %(index)d failed on attempt %(attempt)d; restarting every replica "
+        "(retry %(used)d of %(retries)d): %(reason)s"
+    ),
+    # The platform's faults: not the user's, not counted against the job.
+    "lost": _(
+        "Replica %(index)d was lost with node %(node)s (%(reason)s); waiting for resources "
+        "to restart every replica elsewhere."
+    ),
+    "lost.final": _("Replica %(index)d was lost on node %(node)s too many times: %(reason)s"),
+    "node_lost": _("Node %(node)s was lost: %(reason)s"),
+    "no_heartbeat": _("No heartbeat from the node agent since %(time)s."),
+    "supervisor_gone": _("The replica's supervisor on node %(node)s disappeared."),
+    "no_record": _("Node %(node)s's agent has no record of this replica."),
+    "prepare_failed": _("Could not prepare the replica on node %(node)s: %(error)s."),
+    "network_failed": _("Could not make the replica's network on node %(node)s: %(error)s."),
+    "isolation": _(
+        "Node %(node)s cannot isolate jobs: %(problem)s. An admin installs bubblewrap "
+        "and nftables and runs `manage.py job_network install` as root (make run does)."
+    ),
+    # Slurm (jobs/execution/slurm/).
+    "slurm.queued": _("Slurm job %(id)s is waiting in Slurm's queue (%(reason)s)."),
+    "slurm.ended": _("Slurm job %(id)s ended %(state)s. %(detail)s"),
+    "slurm.vanished": _(
+        "Slurm no longer knows the job and its replica left no exit status; "
+        "it is not counted against the job."
+    ),
+    "slurm.lost": _("Slurm lost the job (%(state)s); it is not counted against the job."),
+    "slurm.oom": _("The replica ran out of its %(memory)d MiB of memory."),
+    "slurm.cancelled": _("Cancelled in Slurm."),
+    "slurm.peer": _("Stopped with its peers after replica %(index)d failed."),
+    "slurm.refused": _("Slurm refused the job: %(message)s"),
+    "slurm.unreachable": _("Waiting for the Slurm controller to answer; Trainyard keeps trying."),
+}
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A code of ``MESSAGES`` and its parameters (values, nested reasons, lists of either)."""
+
+    code: str
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.code not in MESSAGES:
+            raise ValueError(f"unknown reason code {self.code!r}")
+
+    @classmethod
+    def of(cls, value: Reason | dict | str | None) -> Reason:
+        """A reason from what a row, a file or a task carries; plain text stays verbatim."""
+        if isinstance(value, Reason):
+            return value
+        if isinstance(value, dict) and value.get("code") in MESSAGES:
+            return cls(value["code"], dict(value.get("params") or {}))
+        return cls("text", {"text": str(value or "")})
+
+    @property
+    def json_params(self) -> dict:
+        return {key: _plain(value) for key, value in self.params.items()}
+
+    def as_json(self) -> dict:
+        return {"code": self.code, "params": self.json_params}
+
+    def text(self) -> str:
+        """In the active language."""
+        return reason_text(self.code, self.json_params)
+
+    @cached_property
+    def english(self) -> str:
+        with translation.override("en"):
+            return self.text()
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def reason_text(code: str, params: dict | None, fallback: str = "") -> str:
+    """``code`` with ``params`` in the active language; ``fallback`` for a row without one."""
+    message = MESSAGES.get(code or "")
+    if message is None:
+        return fallback
+    params = params or {}
+    try:
+        if code == "and":
+            items = [_render(item) for item in params["items"]]
+            if len(items) == 1:
+                return items[0]
+            return str(message % {"items": ", ".join(items[:-1]), "last": items[-1]})
+        return str(message % {key: _render(value) for key, value in params.items()})
+    except (KeyError, TypeError, ValueError):
+        return fallback
+
+
+def _render(value):
+    if isinstance(value, Reason):
+        return value.text()
+    if isinstance(value, dict):
+        return reason_text(value.get("code", ""), value.get("params"), "")
+    if isinstance(value, list):
+        return "".join(f"{_render(item)} " for item in value)
+    return value
+
+
+def _plain(value):
+    if isinstance(value, Reason):
+        return value.as_json()
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+# Each code's parameters, as its writer passes them (also what the catalogue's test renders).
+_CARDS = {"code": "amount.cards", "params": {"count": 4, "model": "V100"}}
+_EXIT = {"code": "exit.code", "params": {"code": 1}}
+_TAIL = "错误：学习率必须为正"
+_EXITED = {"summary": _EXIT, "causes": [], "tail": _TAIL}
+_FAILED = {"index": 0, "attempt": 1, "used": 1, "retries": 2}
+EXAMPLES = {
+    "text": {"text": "示例"},
+    "and": {"items": [_CARDS, _CARDS, _CARDS]},
+    "queued": {},
+    "submitted": {"user": "张三"},
+    "wait.quota": {"need": _CARDS, "limit": "8", "used": "6", "used_count": 6},
+    "wait.held": {"job": 12},
+    "wait.ports": {"need": 2, "free": 1, "size": 100},
+    "wait.no_node": {},
+    "wait.no_model": {"model": "V100"},
+    "wait.node": {"what": {"code": "free.cards", "params": {"count": 2, "model": "P4"}}},
+    "wait.nodes_none": {"nodes": 2, "what": {"code": "free.cores", "params": {"cores": "8"}}},
+    "wait.nodes": {"nodes": 2, "count": 1, "what": {"code": "free.memory", "params": {"gib": 4}}},
+    "amount.cards": {"count": 1, "model": "P4"},
+    "amount.cores": {"cores": "2.5"},
+    "amount.gib": {"gib": "64"},
+    "amount.memory": {"gib": "64"},
+    "amount.vgpu": {"percent": 50, "model": "V100"},
+    "free.cards": {"count": 2, "model": "V100"},
+    "free.vgpu": {"count": 2, "model": "V100", "percent": 50, "gib": "8"},
+    "free.cores": {"cores": "8"},
+    "free.memory": {"gib": "32"},
+    "free.storage": {"gib": 100},
+    "start": {"placement": {"code": "start.node_cards", "params": {"node": "p4-03", "cards": "0"}}},
+    "start.node_cards": {"node": "p4-03", "cards": "0, 1"},
+    "start.node": {"node": "p4-01"},
+    "start.more": {"first": "p4-03", "rest": "p4-04"},
+    "running": {"count": 2, "attempt": 1},
+    "stopped": {},
+    "stopped.by": {"user": "张三"},
+    "stop.requested": {"user": "张三"},
+    "stopped.unstarted": {},
+    "superseded": {},
+    "stopped.peer": {"index": 1, "state": "失败"},
+    "timeout": {"minutes": 1},
+    "free_used_up": {"model": "P4", "grant": "100"},
+    "free_used": {"percent": 80, "model": "P4", "used": "80", "grant": "100"},
+    "ports.changed": {"user": "张三", "before": "8080", "after": "8080, 6006"},
+    "exit.ok": {},
+    "exit.succeeded": {},
+    "exit.code": {"code": 1},
+    "exit.signal": {"code": 137, "signal": "SIGKILL"},
+    "exit.killed": {"signal": "SIGTERM"},
+    "exited": {**_EXITED, "causes": [{"code": "oom", "params": {"limit": 4}}]},
+    "oom": {"limit": 4},
+    "disk_full": {"free": 0, "total": 1024, "node": "p4-03"},
+    "storage": {"used": "10.5", "limit": "10"},
+    "missing": {"items": "/数据/猫"},
+    "failed.exited": {**_EXITED, **_FAILED},
+    "retry.exited": {**_EXITED, **_FAILED},
+    "retry_all.exited": {**_EXITED, **_FAILED},
+    "failed": {**_FAILED, "reason": {"code": "slurm.cancelled", "params": {}}},
+    "retry": {**_FAILED, "reason": {"code": "exit.ok", "params": {}}},
+    "retry_all": {**_FAILED, "reason": {"code": "exit.ok", "params": {}}},
+    "lost": {
+        "index": 0,
+        "node": "p4-03",
+        "reason": {"code": "no_heartbeat", "params": {"time": "-"}},
+    },
+    "lost.final": {"index": 0, "node": "p4-03", "reason": "—"},
+    "node_lost": {"node": "p4-03", "reason": "—"},
+    "no_heartbeat": {"time": "2026-12-02 01:00"},
+    "supervisor_gone": {"node": "p4-03"},
+    "no_record": {"node": "p4-03"},
+    "prepare_failed": {"node": "p4-03", "error": "—"},
+    "network_failed": {"node": "p4-03", "error": "—"},
+    "isolation": {"node": "p4-03", "problem": "—"},
+    "slurm.queued": {"id": 42, "reason": "—"},
+    "slurm.ended": {"id": 42, "state": "FAILED", "detail": {"code": "exited", "params": _EXITED}},
+    "slurm.vanished": {},
+    "slurm.lost": {"state": "NODE_FAIL"},
+    "slurm.oom": {"memory": 4096},
+    "slurm.cancelled": {},
+    "slurm.peer": {"index": 1},
+    "slurm.refused": {"message": "—"},
+    "slurm.unreachable": {},
+}
