@@ -144,6 +144,7 @@ def test_the_failure_email_is_in_the_language_chosen_for_email(
 
 def test_every_reason_code_renders_in_chinese_without_english_left():
     from django.utils import translation
+
     from trainyard.reasons import EXAMPLES, MESSAGES, Reason
 
     assert set(EXAMPLES) == set(MESSAGES)
