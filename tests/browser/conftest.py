@@ -1,8 +1,9 @@
 """Browser tests: a live server, real workers, Chromium, console errors and screenshots.
 
 Every page a test opens through ``pages`` fails the test if the browser logged an
-error to its console (a script error, a failed request); each test may save
-screenshots under ``test-artifacts/screenshots/`` (gitignored).
+error to its console (a script error, a failed request) or refused something under the
+Content-Security-Policy; each test may save screenshots under
+``test-artifacts/screenshots/`` (gitignored).
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 # The time zone every browser context reports; pages must show times in it.
 BROWSER_TZ = "Asia/Shanghai"
+# Chromium tells Playwright's console nothing of what the CSP refuses: each page reports its
+# own refusals (an inline style or script, an eval) through a binding that outlives navigations.
+REPORT_CSP_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.reportCspViolation(
+    `${event.violatedDirective} refused ${event.blockedURI || "inline"}`
+    + ` (${event.sample || "no sample"}) at ${event.sourceFile}:${event.lineNumber}`
+  );
+});
+"""
 
 
 @dataclass
@@ -32,6 +43,8 @@ class Pages:
     browser: Browser
     live_server: object
     errors: list[str] = field(default_factory=list)
+    # Every console message as (type, text), for tests that want warnings too.
+    messages: list[tuple[str, str]] = field(default_factory=list)
     contexts: list[BrowserContext] = field(default_factory=list)
 
     def url(self, path: str) -> str:
@@ -49,6 +62,8 @@ class Pages:
         else:
             context = signed_in_context(self.browser, self.live_server, user, **options)
         context.set_default_timeout(15_000)
+        context.expose_binding("reportCspViolation", self._csp_violation)
+        context.add_init_script(REPORT_CSP_VIOLATIONS)
         self.contexts.append(context)
         page = context.new_page()
         page.on("console", self._console)
@@ -57,8 +72,12 @@ class Pages:
         return page
 
     def _console(self, message: ConsoleMessage) -> None:
+        self.messages.append((message.type, message.text))
         if message.type == "error":
             self.errors.append(f"{message.text} at {message.location.get('url', '')}")
+
+    def _csp_violation(self, source, text: str) -> None:
+        self.errors.append(f"Content-Security-Policy: {text} on {source['page'].url}")
 
 
 @pytest.fixture
