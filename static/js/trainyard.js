@@ -25,4 +25,30 @@
     }
     el.form.requestSubmit ? el.form.requestSubmit() : el.form.submit();
   });
+
+  // A section that re-renders itself on each change (hx-sync="this:queue last") waits for its
+  // request in flight instead of aborting it (an abort is an error in the console), and swaps
+  // in a response only if nothing was typed in it since that request left: the next change's
+  // request carries it, so a re-render never overwrites what is being typed.
+  var LIVE = '[hx-sync*="queue last"]';
+  function typedIn(event) {
+    var section = event.target.closest && event.target.closest(LIVE);
+    if (section) { section.liveChanges = (section.liveChanges || 0) + 1; }
+  }
+  // Captured before htmx sees the change, so a request counts the change that sent it.
+  document.addEventListener("input", typedIn, true);
+  document.addEventListener("change", typedIn, true);
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var section = event.detail.elt.closest && event.detail.elt.closest(LIVE);
+    if (section) {
+      event.detail.xhr.liveSection = section;
+      event.detail.xhr.liveChanges = section.liveChanges || 0;
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr.liveSection && (xhr.liveSection.liveChanges || 0) !== xhr.liveChanges) {
+      event.detail.shouldSwap = false;
+    }
+  });
 })();
