@@ -14,7 +14,6 @@ from resources.request import ResourceRequest
 
 from .environment import environment_input_for_job, job_environment
 from .estimates.job_times import job_times
-from .estimates.start import likely_start
 from .forms import parse_ports
 from .models import Job, PortAllocation
 from .selectors import jobs_user_may_operate
@@ -54,7 +53,7 @@ def detail_context(job: Job, **extra) -> dict:
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
         "environment": job_environment(environment_input_for_job(job)),
         "events": job_events(job),
-        "times": job_times(job=job, likely_start=likely_start(job=job)),
+        "times": job_times(job=job),
         # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.
         "unisolated": job.replica_set.filter(node__sandboxed=False).exists(),
         **extra,

@@ -12,7 +12,6 @@ from django.views.decorators.http import require_GET
 from .detail_views import job_events, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
-from .estimates.start import likely_start
 from .execution.files import open_output_file, replica_output_dir
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
@@ -74,7 +73,7 @@ def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     job = visible_job(request, pk)
     context = {**runtime_context(job, request.GET), "oob": True}
     if request.GET.get("state", job.state) != job.state:
-        context["times"] = job_times(job=job, likely_start=likely_start(job=job))
+        context["times"] = job_times(job=job)
         context["events"] = job_events(job)
     return render(request, "jobs/_runtime_panel.html", context)
 

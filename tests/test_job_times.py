@@ -81,17 +81,15 @@ def test_attempt_still_searching_has_no_training_time_yet():
     assert row.augmentation_seconds == pytest.approx(90, abs=5)
 
 
-def test_waiting_job_shows_likely_start_beside_the_upper_bound():
+def test_waiting_job_likely_finishes_its_expected_duration_after_its_expected_start():
     models, templates = seed_models_and_templates()
-    bound = timezone.now() + timedelta(hours=2)
-    job = resnet_job(models, templates, state=Job.State.RESOURCE_WAIT, estimated_start=bound)
-    likely = timezone.now() + timedelta(minutes=20)
-    times = job_times(job=job, likely_start=likely)
-    assert times.likely_finish == likely + timedelta(seconds=400)
+    expected = timezone.now() + timedelta(minutes=20)
+    job = resnet_job(models, templates, state=Job.State.RESOURCE_WAIT, estimated_start=expected)
+    times = job_times(job=job)
+    assert times.likely_finish == expected + timedelta(seconds=400)
     html = render_to_string("jobs/_job_times.html", {"job": job, "times": times})
-    assert "Likely start" in html and "at the latest" in html
-    without = job_times(job=job)
-    assert without.likely_finish == bound + timedelta(seconds=400)
+    # The expected start itself is the state card's, as on the list: one label, one value.
+    assert "Likely finish" in html and "Likely start" not in html
 
 
 def test_job_page_shows_the_phases_and_the_commands(client):

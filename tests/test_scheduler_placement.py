@@ -271,7 +271,7 @@ def test_the_database_refuses_an_over_allocation_whatever_the_scheduler_decides(
 def test_a_node_that_leaves_ready_during_the_pass_gets_nothing(v100):
     node = NodeFactory(gpu_model=v100)
     job = JobFactory(gpu_model=v100)
-    scheduling = SchedulingPass(now=timezone.now())
+    scheduling = SchedulingPass.load(now=timezone.now())
     node_set_state(node=node, state=Node.State.DOWN, reason="lost")
 
     with pytest.raises(NodeChanged), transaction.atomic():

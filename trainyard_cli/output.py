@@ -99,7 +99,7 @@ def job_details(job: dict) -> str:
         ("Owner", job["owner"]),
         ("State", job["state"] + (f" ({job['state_reason']})" if job["state_reason"] else "")),
         ("Queue position", job["queue_position"]),
-        ("Estimated start", job["estimated_start"] and when(job["estimated_start"])),
+        ("Expected start", job["estimated_start"] and when(job["estimated_start"])),
         ("Resources", _replicas(job) + resources_text(job["resources"])),
         ("Spec", job["spec"]),
         ("Template", job["template"]),

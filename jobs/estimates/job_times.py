@@ -1,4 +1,4 @@
-"""What the job page shows about time: each attempt's two phases, the estimate, likely times."""
+"""What the job page shows about time: each attempt's two phases, the estimate, likely finish."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ class AttemptPhases:
 @dataclass(frozen=True)
 class JobTimes:
     estimate: Estimate | None
-    likely_start: datetime | None
     likely_finish: datetime | None
     attempts: list[AttemptPhases]
 
@@ -51,11 +50,9 @@ def attempt_phases(attempt: ReplicaAttempt, *, now: datetime) -> AttemptPhases:
     return AttemptPhases(attempt, augmentation, (end - training_from).total_seconds())
 
 
-def job_times(
-    *, job: Job, likely_start: datetime | None = None, now: datetime | None = None
-) -> JobTimes:
-    """The job's phases and estimate; ``likely_start`` (for a waiting job) comes from
-    ``start.py``. The likely finish is the start (likely, or actual) plus the estimate."""
+def job_times(*, job: Job, now: datetime | None = None) -> JobTimes:
+    """The job's phases and estimate. The likely finish is the start (the scheduler's
+    expected start while the job waits, then the actual one) plus the estimate."""
     now = now or timezone.now()
     attempts = list(
         ReplicaAttempt.objects.filter(replica__job=job)
@@ -65,8 +62,8 @@ def job_times(
     phases = [attempt_phases(a, now=now) for a in attempts]
     estimate = None if job.is_finished else Estimator().job(job=job)
     current = [a.started_at for a in attempts if a.number == job.attempt and a.started_at]
-    start = (likely_start or job.estimated_start) if job.is_waiting else max(current, default=None)
+    start = job.estimated_start if job.is_waiting else max(current, default=None)
     finish = None
     if estimate is not None and start is not None and not job.is_finished:
         finish = start + timedelta(seconds=estimate.seconds)
-    return JobTimes(estimate, likely_start, finish, phases)
+    return JobTimes(estimate, finish, phases)

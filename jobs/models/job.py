@@ -116,6 +116,11 @@ class Job(models.Model):
     max_runtime_minutes = models.PositiveIntegerField(
         _("max run time (minutes)"), null=True, blank=True
     )
+    # How long the job will likely run (``jobs.estimates.expected``), set at submit;
+    # the scheduler's start forecast uses it in place of the max run time.
+    expected_seconds = models.PositiveIntegerField(
+        _("expected run time (s)"), null=True, blank=True
+    )
     max_retries = models.PositiveSmallIntegerField(_("replica retries"), default=0)
     priority = models.SmallIntegerField(_("priority"), choices=Priority.choices, default=0)
 
@@ -127,7 +132,7 @@ class Job(models.Model):
     state_reason_code = models.CharField(_("reason code"), max_length=32, blank=True)
     state_reason_params = models.JSONField(_("reason parameters"), default=dict, blank=True)
     queue_position = models.PositiveIntegerField(_("queue position"), null=True, blank=True)
-    estimated_start = models.DateTimeField(_("estimated start"), null=True, blank=True)
+    estimated_start = models.DateTimeField(_("expected start"), null=True, blank=True)
     attempt = models.PositiveSmallIntegerField(
         _("attempt"), default=0, help_text=_("Current attempt of the whole job (1-based).")
     )

@@ -8,8 +8,9 @@ fits; placement then only considers nodes of the admitted members.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from resources.catalog import ModelCatalog
 from resources.quota import Holding, charged_vector, quota_holdings_for, quota_limits_for
@@ -98,29 +99,25 @@ class Quotas:
             Holding(job.pk, vector, now, job.max_runtime_minutes)
         )
 
-    def quota_frees_at(self, job: WaitingJob, now: datetime) -> datetime | None:
-        """When the owner's jobs, ending at their max run time, leave room (None: unknown)."""
-        limits = self.limits.get(job.owner_id) or {}
-        requested = job.requested_model
-        options = (None,) if requested is None else self.catalog.physical_models(requested)
-        moments = [self._frees_at(job, model, limits, now) for model in options]
-        return min((moment for moment in moments if moment is not None), default=None)
+    def give_back(self, owner_id: int, job_id: int) -> None:
+        """Stop counting a job that ends (the start forecast's simulated ends)."""
+        holdings = self.holdings.get(owner_id, [])
+        for holding in holdings:
+            if holding.job_id == job_id:
+                holdings.remove(holding)
+                self._answers.pop(owner_id, None)
+                totals = self.usage[owner_id]
+                for key, amount in holding.vector.items():
+                    totals[key] = totals.get(key, 0) - amount
+                return
 
-    def _frees_at(
-        self, job: WaitingJob, model: str | None, limits: dict[str, int], now: datetime
-    ) -> datetime | None:
-        charge = self._charge(job, model)
-        usage = dict(self.usage.get(job.owner_id, {}))
-        ending = sorted(
-            ((_end(h, now), h) for h in self.holdings.get(job.owner_id, ()) if _end(h, now)),
-            key=lambda item: item[0],
-        )
-        for end, holding in ending:
-            for key, amount in holding.vector.items():
-                usage[key] = usage.get(key, 0) - amount
-            if all(usage.get(k, 0) + v <= limits[k] for k, v in charge.items() if k in limits):
-                return max(now, end)
-        return None
+    def copy(self) -> Quotas:
+        """Another view of the same limits and usage, to change without changing this one."""
+        other = copy.copy(self)
+        other.usage = {owner: dict(totals) for owner, totals in self.usage.items()}
+        other.holdings = {owner: list(held) for owner, held in self.holdings.items()}
+        other._answers = {}
+        return other
 
     def _charges(
         self, job: WaitingJob, options: tuple[str | None, ...]
@@ -136,12 +133,6 @@ class Quotas:
         return charged_vector(
             job.request, physical=[model] * job.request.replicas, catalog=self.catalog
         )
-
-
-def _end(holding: Holding, now: datetime) -> datetime | None:
-    if holding.max_runtime_minutes is None:
-        return None
-    return (holding.started_at or now) + timedelta(minutes=holding.max_runtime_minutes)
 
 
 def _short_keys(charge: ResourceVector, usage: dict[str, int], limits: dict[str, int]) -> list[str]:

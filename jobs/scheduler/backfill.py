@@ -1,4 +1,4 @@
-"""EASY backfill: a reservation for each blocked queue head, and start estimates.
+"""EASY backfill: a reservation for each blocked queue head.
 
 When the first job of a queue cannot start, we replay the ends of what runs now
 (each at its start plus its max run time) until the job fits: that moment is
@@ -15,7 +15,6 @@ nodes whose running jobs started longest ago, so that it is not starved.
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -25,11 +24,17 @@ from .state import Cluster, NodeState, ReplicaUse
 
 
 class Release(NamedTuple):
-    """Something held now that will be given back at ``end`` (None: unknown)."""
+    """Something held now that will be given back at ``end`` (None: unknown).
+
+    ``end`` is the latest end the scheduler can count on (the max run time);
+    ``likely_end``, when it should end (see ``forecast``), and ``job_id`` whose.
+    """
 
     end: datetime | None
     order: int
     use: ReplicaUse
+    job_id: int | None = None
+    likely_end: datetime | None = None
 
 
 @dataclass
@@ -98,68 +103,6 @@ def plan_reservation(
                 extra[use.node_pk].apply(use)
             return Reservation(job_id=job_id, shadow=release.end, extra=extra)
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    job_id: int
-    shape: Shape
-    max_runtime_minutes: int | None
-
-
-def estimate_starts(
-    *, cluster: Cluster, queue: list[Queued], releases: list[Release], now: datetime
-) -> dict[int, datetime | None]:
-    """Start times if the queue ran in order and jobs ran to their max run time.
-
-    Like ``squeue --start``: an upper bound for the head, an estimate for the
-    others (a backfilled job may still delay them). Unknown (None) from the
-    first job that needs something whose end is unknown.
-    """
-    pending = [(r.end, i, r.use) for i, r in enumerate(releases) if r.end is not None]
-    heapq.heapify(pending)
-    copies: dict[int, NodeState] = {}
-    sequence = len(releases)
-    now_or_later = now
-    starts: dict[int, datetime | None] = {}
-    # Nodes the simulation has not touched are as the pass left them: which of
-    # them fit a shape is worked out once per shape.
-    untouched_fit: dict[Shape, list[int]] = {}
-    for position, item in enumerate(queue):
-        shape = item.shape
-        if shape not in untouched_fit:
-            untouched_fit[shape] = [
-                pk for pk, node in cluster.nodes.items() if fit_on_node(node, shape)
-            ]
-        fitting = {pk for pk in untouched_fit[shape] if pk not in copies}
-        fitting.update(pk for pk, node in copies.items() if fit_on_node(node, shape))
-        while len(fitting) < shape.replicas and pending:
-            end, _order, use = heapq.heappop(pending)
-            now_or_later = max(now_or_later, end)
-            node = copies.get(use.node_pk) or copies.setdefault(
-                use.node_pk, cluster.nodes[use.node_pk].copy()
-            )
-            node.apply(use, -1)
-            if fit_on_node(node, shape):
-                fitting.add(use.node_pk)
-        uses = None
-        if len(fitting) >= item.shape.replicas:
-            nodes = [copies.get(pk) or cluster.nodes[pk] for pk in fitting]
-            uses = choose_best(nodes, item.shape, cluster.typical)
-        if uses is None:
-            starts.update({later.job_id: None for later in queue[position:]})
-            break
-        starts[item.job_id] = now_or_later
-        end = ends_at(now_or_later, item.max_runtime_minutes)
-        for use in uses:
-            node = copies.get(use.node_pk) or copies.setdefault(
-                use.node_pk, cluster.nodes[use.node_pk].copy()
-            )
-            node.apply(use)
-            if end is not None:
-                sequence += 1
-                heapq.heappush(pending, (end, sequence, use))
-    return starts
 
 
 def _smaller_of(node: NodeState, other: NodeState) -> NodeState:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -27,7 +26,8 @@ from resources.models import Allocation, CardAllocation, Node
 from trainyard.reasons import Reason
 
 from .admission import Quotas
-from .backfill import Queued, Release, Reservation, ends_at, estimate_starts, plan_reservation
+from .backfill import Release, Reservation, ends_at, plan_reservation
+from .forecast import forecast_starts, likely_end
 from .placement import Shape, place
 from .ports import PortPool
 from .queue import WaitingJob, load_waiting, waiting_rows
@@ -39,8 +39,6 @@ logger = logging.getLogger(__name__)
 
 # Any constant both passes agree on; "tryd" in ASCII.
 PASS_LOCK_KEY = 0x74727964
-# How many waiting jobs per queue get an estimated start (Slurm's bf_max_job_test).
-ESTIMATE_DEPTH = 50
 PENDING_ORDER = 1 << 40
 
 
@@ -63,7 +61,7 @@ def run_pass(*, launch: bool = True) -> PassReport:
         try:
             with transaction.atomic():
                 _acquire_pass_lock()
-                report = SchedulingPass(now=timezone.now()).run()
+                report = SchedulingPass.load(now=timezone.now()).run()
                 if launch and report.started:
                     transaction.on_commit(partial(launch_started, list(report.started)))
             report.seconds = time.perf_counter() - began
@@ -89,14 +87,34 @@ def _acquire_pass_lock() -> None:
 
 
 class SchedulingPass:
-    def __init__(self, *, now: datetime) -> None:
-        self.now = now
+    @classmethod
+    def load(cls, *, now: datetime) -> SchedulingPass:
+        """A pass over the waiting jobs and the cluster as the database has them."""
         rows = waiting_rows()
         # With nothing waiting (most beat passes) there is nothing else to read.
-        self.catalog = ModelCatalog.load() if rows else ModelCatalog()
-        self.cluster = Cluster.load(self.catalog) if rows else Cluster([], self.catalog)
-        self.jobs = load_waiting(rows, self.catalog)
-        self.cluster.typical = typical_of(job.request for job in self.jobs)
+        catalog = ModelCatalog.load() if rows else ModelCatalog()
+        cluster = Cluster.load(catalog) if rows else Cluster([], catalog)
+        jobs = load_waiting(rows, catalog)
+        cluster.typical = typical_of(job.request for job in jobs)
+        return cls(now=now, cluster=cluster, jobs=jobs)
+
+    def __init__(
+        self,
+        *,
+        now: datetime,
+        cluster: Cluster,
+        jobs: list[WaitingJob],
+        quotas: Quotas | None = None,
+        releases: list[Release] | None = None,
+        ports: bool = True,
+    ) -> None:
+        """``quotas``, ``releases`` and ``ports=False``: a pass the start forecast replays."""
+        self.now = now
+        self.catalog = cluster.catalog
+        self.cluster = cluster
+        self.jobs = jobs
+        self.quotas = quotas
+        self.with_ports = ports
         self.starts: list[Start] = []
         # job → (state, reason), or "" for a resource wait whose reason is found at the end
         self.outcomes: dict[int, tuple[str, Reason | str]] = {}
@@ -107,14 +125,16 @@ class SchedulingPass:
         self.failed_on_capacity: set[Shape] = set()
         self.failed_held: dict[Shape, tuple[float, Reason]] = {}
         self._ports: PortPool | None = None
-        self._releases: list[Release] | None = None
+        self._releases = releases
         self._pending_releases: list[Release] = []
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
         if not self.jobs:
             return report
-        self.quotas = Quotas(owner_ids={job.owner_id for job in self.jobs}, catalog=self.catalog)
+        if self.quotas is None:
+            owners = {job.owner_id for job in self.jobs}
+            self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
         for job in self.jobs:
             self.consider(job)
         report.started = write_starts(self.starts, self.cluster)
@@ -151,7 +171,8 @@ class SchedulingPass:
             self.cluster.allocate(use)
             # Ordered after everything loaded: among unknown ends, the newest ends last.
             order = PENDING_ORDER + len(self._pending_releases)
-            self._pending_releases.append(Release(ends, order, use))
+            likely = likely_end(self.now, job.likely_seconds, ends, self.now)
+            self._pending_releases.append(Release(ends, order, use, job.pk, likely))
         node_models = [self.cluster.nodes[use.node_pk].model for use in uses]
         self.quotas.charge_started(job, node_models, self.now)
         self.starts.append(Start(job, uses, tuple(host_ports)))
@@ -211,7 +232,7 @@ class SchedulingPass:
 
     def _take_ports(self, job: WaitingJob) -> list[int] | None:
         need = job.host_ports_needed
-        if not need:
+        if not need or not self.with_ports:
             return []
         if self._ports is None:
             self._ports = PortPool.load()
@@ -244,25 +265,32 @@ class SchedulingPass:
         return changes
 
     def _estimates(self, started: set[int]) -> dict[int, datetime | None]:
-        queues: dict[str, list[Queued]] = {}
-        estimates: dict[int, datetime | None] = {}
-        for job in self.jobs:
-            if job.pk in started:
-                continue
-            state, _reason = self.outcomes[job.pk]
-            if state == Job.State.QUOTA_WAIT:
-                estimates[job.pk] = self.quotas.quota_frees_at(job, self.now)
-                continue
-            queue = queues.setdefault(job.queue, [])
-            if len(queue) < ESTIMATE_DEPTH:
-                queue.append(Queued(job.pk, self.shapes[job.pk], job.max_runtime_minutes))
-        for queue in queues.values():
-            estimates.update(
-                estimate_starts(
-                    cluster=self.cluster, queue=queue, releases=self.releases(), now=self.now
-                )
-            )
+        """Each waiting job's expected start, from a replay of this pass forward (forecast)."""
+        estimates = forecast_starts(
+            now=self.now,
+            cluster=self.cluster,
+            quotas=self.quotas,
+            jobs=[job for job in self.jobs if job.pk not in started],
+            releases=self.releases(),
+            step=self._replayed,
+        )
         return {pk: _to_second(moment) for pk, moment in estimates.items()}
+
+    @staticmethod
+    def _replayed(
+        now: datetime,
+        cluster: Cluster,
+        quotas: Quotas,
+        releases: list[Release],
+        jobs: list[WaitingJob],
+    ) -> list[Start]:
+        """What a pass at ``now`` would start (the forecast's step; ports aside)."""
+        step = SchedulingPass(
+            now=now, cluster=cluster, jobs=jobs, quotas=quotas, releases=releases, ports=False
+        )
+        for job in jobs:
+            step.consider(job)
+        return step.starts
 
 
 def _runtime_order(max_runtime_minutes: int | None) -> float:
@@ -273,16 +301,13 @@ def _to_second(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.replace(microsecond=0)
 
 
-def load_releases(
-    cluster: Cluster, now: datetime, ends_by_job: Mapping[int, datetime] | None = None
-) -> list[Release]:
+def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
     """Every allocation on a ready node, ending at its job's start plus max run time.
 
     A finished job's allocation is about to be released (now); a job without a
-    max run time has an unknown end (None). ``ends_by_job`` puts other ends in
-    place of those (the estimator's likely ends, for a likely start).
+    max run time has an unknown end (None). Each also gets its likely end, from
+    the job's expected run time (``forecast.likely_end``).
     """
-    ends_by_job = ends_by_job or {}
     ready = Allocation.objects.filter(node__state=Node.State.READY)
     cards: dict[int, list[CardUse]] = {}
     for allocation_id, index, compute, memory in CardAllocation.objects.filter(
@@ -303,22 +328,23 @@ def load_releases(
         "replica__job__state",
         "replica__job__started_at",
         "replica__job__max_runtime_minutes",
+        "replica__job__expected_seconds",
         "replica__job_id",
     ):
-        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime, job = row
+        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime = row[:10]
+        expected, job = row[10:]
         if node_id not in cluster.nodes:
             continue
         use = ReplicaUse(node_id, cpu, memory, storage, tuple(cards.get(pk, ())), whole)
         if state in final_states:
-            end = now
-        elif job in ends_by_job:
-            end = ends_by_job[job]
-        elif max_runtime is None:
-            end = None
-        else:
+            releases.append(Release(now, len(releases), use, job, now))
+            continue
+        end = None
+        if max_runtime is not None:
             duration = durations.get(max_runtime) or durations.setdefault(
                 max_runtime, timedelta(minutes=max_runtime)
             )
             end = (started or created) + duration
-        releases.append(Release(end, len(releases), use))
+        likely = likely_end(started or created, expected, end, now)
+        releases.append(Release(end, len(releases), use, job, likely))
     return releases

@@ -28,12 +28,20 @@ class WaitingJob:
     estimated_start: datetime | None
     max_runtime_minutes: int | None
     attempt: int
+    expected_seconds: int | None
     request: ResourceRequest
     ports: tuple[int, ...] = ()
 
     @property
     def requested_model(self) -> str | None:
         return self.request.gpu_model.name if self.request.gpu_model else None
+
+    @property
+    def likely_seconds(self) -> int | None:
+        """How long it will likely run once started: expected, else its max run time."""
+        if self.expected_seconds is not None:
+            return self.expected_seconds
+        return None if self.max_runtime_minutes is None else self.max_runtime_minutes * 60
 
     @property
     def queue(self) -> str:
@@ -59,6 +67,7 @@ def waiting_rows() -> list[tuple]:
             "estimated_start",
             "max_runtime_minutes",
             "attempt",
+            "expected_seconds",
             *REQUEST_FIELDS,
         )
     )
@@ -75,8 +84,8 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
         ports.setdefault(job_id, []).append(port)
     return [
         WaitingJob(
-            *row[:8],
-            request=request_from_values(row[8:], catalog),
+            *row[:9],
+            request=request_from_values(row[9:], catalog),
             ports=tuple(sorted(ports.get(row[0], ()))),
         )
         for row in rows

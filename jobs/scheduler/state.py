@@ -164,6 +164,10 @@ class Cluster:
             self._bucket(node.model, node.whole_free)[node.pk] = node
         self._card_buckets: dict[str, list[dict[tuple[int, int], None]]] = {}
 
+    def copy(self) -> Cluster:
+        """The same nodes, to allocate on without touching these (the start forecast)."""
+        return Cluster([node.copy() for node in self.nodes.values()], self.catalog, self.typical)
+
     @classmethod
     def load(cls, catalog: ModelCatalog | None = None) -> Cluster:
         catalog = catalog or ModelCatalog.load()

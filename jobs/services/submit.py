@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from jobs.estimates.expected import expected_seconds
 from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 
@@ -96,6 +97,9 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         for i, m in enumerate(job_input.pretrained_models, start=1)
     )
     JobPort.objects.bulk_create(JobPort(job=job, port=port) for port in job_input.ports)
+    job.expected_seconds = expected_seconds(job)
+    if job.expected_seconds is not None:
+        Job.objects.filter(pk=job.pk).update(expected_seconds=job.expected_seconds)
     JobEvent.objects.create(
         job=job,
         to_state=job.state,

@@ -1,0 +1,168 @@
+"""Expected starts: the pass replayed forward in time on a copy of what it decided.
+
+After a pass, the jobs still waiting are replayed against a copy of the cluster
+and of the owners' quotas. Everything held ends at its likely end (``likely_end``:
+the job's expected run time from ``jobs.estimates.expected``, else its max run
+time; unknown without either). At now and then at each moment something ends,
+the scheduler's own decisions (``step``: admission, best-fit placement, EASY
+reservations, in queue order) run on the waiting jobs left; each job that
+starts there is given that moment and holds what it took until its own likely
+end. So a job waiting for quota and one waiting for cards get the same kind of
+answer, in queue order: #1, #2 and #3 behind cards that free at 2:06, 2:09 and
+2:09 expect 2:06, 2:09 and 2:09.
+
+It reads nothing from the database: what the pass loaded is all it needs. The
+first ``DEPTH`` waiting jobs of each queue get an expected start (like Slurm's
+``bf_max_job_test``); the others, and those waiting on something whose end is
+unknown, get None.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .admission import Quotas
+from .backfill import Release, ends_at
+from .queue import WaitingJob
+from .state import Cluster, ReplicaUse
+from .writes import Start
+
+# How many waiting jobs of each queue get an expected start.
+DEPTH = 50
+
+# One simulated pass: (now, cluster, quotas, releases, waiting jobs) → the jobs it starts.
+Step = Callable[[datetime, Cluster, Quotas, list[Release], list[WaitingJob]], list[Start]]
+
+
+def likely_end(
+    start: datetime, expected_seconds: int | None, end: datetime | None, now: datetime
+) -> datetime | None:
+    """When a job that started at ``start`` and must end by ``end`` will likely end.
+
+    Its expected run time if known (never past ``end``); a job already past it
+    is expected halfway between now and its max run time (now, without one).
+    """
+    if expected_seconds is None:
+        return None if end is None else max(now, end)
+    likely = start + timedelta(seconds=expected_seconds)
+    if end is not None:
+        likely = min(likely, end)
+    if likely >= now:
+        return likely
+    return now if end is None or end <= now else now + (end - now) / 2
+
+
+@dataclass
+class _Holder:
+    """A job holding nodes and quota in the replay, until its likely end."""
+
+    job_id: int
+    owner_id: int | None
+    end: datetime | None  # the max run time's end, for the scheduler's reservations
+    uses: list[tuple[ReplicaUse, int]] = field(default_factory=list)  # (use, release order)
+
+
+def forecast_starts(
+    *,
+    now: datetime,
+    cluster: Cluster,
+    quotas: Quotas,
+    jobs: list[WaitingJob],
+    releases: Iterable[Release],
+    step: Step,
+) -> dict[int, datetime | None]:
+    """The expected start of each of ``jobs`` (waiting, in queue order); None: unknown."""
+    per_queue: dict[str, int] = {}
+    waiting = []
+    for job in jobs:
+        per_queue[job.queue] = per_queue.get(job.queue, 0) + 1
+        if per_queue[job.queue] <= DEPTH:
+            waiting.append(job)
+    starts: dict[int, datetime | None] = {job.pk: None for job in jobs}
+    if not waiting:
+        return starts
+    replay = _Replay(now, cluster.copy(), quotas.copy(), releases)
+    moment: datetime | None = now
+    while waiting and moment is not None:
+        started = step(moment, replay.cluster, replay.quotas, replay.releases(), waiting)
+        if started:
+            for start in started:
+                starts[start.job.pk] = moment
+                replay.hold(start, moment)
+            taken = {start.job.pk for start in started}
+            waiting = [job for job in waiting if job.pk not in taken]
+        moment = replay.next_end() if waiting else None
+    return starts
+
+
+class _Replay:
+    """The copied cluster and quotas, and what ends when."""
+
+    def __init__(
+        self, now: datetime, cluster: Cluster, quotas: Quotas, releases: Iterable[Release]
+    ) -> None:
+        self.cluster = cluster
+        self.quotas = quotas
+        self.holders: dict[int, _Holder] = {}
+        self.ends: list[tuple[datetime, int]] = []  # (likely end, job)
+        self.order = 0
+        owners = {
+            holding.job_id: (owner, holding)
+            for owner, held in quotas.holdings.items()
+            for holding in held
+        }
+        likely: dict[int, datetime | None] = {}
+        for release in releases:
+            job_id = release.job_id
+            holder = self.holders.get(job_id)
+            if holder is None:
+                owner = owners.pop(job_id, (None, None))[0]
+                holder = self.holders[job_id] = _Holder(job_id, owner, release.end)
+                likely[job_id] = release.likely_end
+            holder.uses.append((release.use, release.order))
+            self.order = max(self.order, release.order + 1)
+        # Jobs holding quota but no ready node: their quota frees at their max run time.
+        for job_id, (owner, holding) in owners.items():
+            end = ends_at(holding.started_at or now, holding.max_runtime_minutes)
+            self.holders[job_id] = _Holder(job_id, owner, end)
+            likely[job_id] = None if end is None else max(now, end)
+        for job_id, end in likely.items():
+            if end is not None:
+                heapq.heappush(self.ends, (end, job_id))
+
+    def releases(self) -> list[Release]:
+        """What is held now, ending at its max run time: what the scheduler plans with."""
+        return [
+            Release(holder.end, order, use, holder.job_id)
+            for holder in self.holders.values()
+            for use, order in holder.uses
+        ]
+
+    def hold(self, start: Start, moment: datetime) -> None:
+        job = start.job
+        holder = _Holder(job.pk, job.owner_id, ends_at(moment, job.max_runtime_minutes))
+        for use in start.uses:
+            holder.uses.append((use, self.order))
+            self.order += 1
+        self.holders[job.pk] = holder
+        seconds = job.likely_seconds
+        if seconds is not None:
+            heapq.heappush(self.ends, (moment + timedelta(seconds=seconds), job.pk))
+
+    def next_end(self) -> datetime | None:
+        """Give back everything that ends at the next moment; that moment (None: nothing ends)."""
+        if not self.ends:
+            return None
+        moment = self.ends[0][0]
+        while self.ends and self.ends[0][0] == moment:
+            _end, job_id = heapq.heappop(self.ends)
+            holder = self.holders.pop(job_id)
+            for use, _release_order in holder.uses:
+                if use.node_pk in self.cluster.nodes:
+                    self.cluster.allocate(use, -1)
+            if holder.owner_id is not None:
+                self.quotas.give_back(holder.owner_id, job_id)
+        return moment
