@@ -6,7 +6,6 @@ template never localises a coordinate ("12,5" would break the SVG).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,11 +16,11 @@ from .formatting import hours_text
 from .models import Price
 from .months import Month
 from .selectors import DailyUsage
+from .ticks import nice_ticks, tick_text
 
 WIDTH, HEIGHT = 720, 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 8, 12, 26
 PALETTE = ("#1d4ed8", "#d97706", "#059669", "#7c3aed", "#db2777", "#0891b2", "#65a30d")
-TICKS = 4
 
 
 @dataclass(frozen=True)
@@ -65,27 +64,17 @@ def daily_charts(*, month: Month, daily: list[DailyUsage]) -> list[Chart]:
     return [_chart(month, [d for d in daily if d.unit == unit], unit) for unit in units]
 
 
-def nice_ceiling(value: Decimal) -> Decimal:
-    """The smallest 1, 2 or 5 × 10ⁿ at or above ``value`` (a round top for the axis)."""
-    if value <= 0:
-        return Decimal(1)
-    power = Decimal(10) ** math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
-        if value <= step * power:
-            return step * power
-    return 10 * power
-
-
 def _chart(month: Month, daily: list[DailyUsage], unit: str) -> Chart:
     series = sorted({d.gpu_model or _("CPU") for d in daily})
     colors = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
     by_day: dict = defaultdict(dict)
     for d in daily:
         by_day[d.day][d.gpu_model or _("CPU")] = d.hours
-    top = nice_ceiling(max((sum(v.values()) for v in by_day.values()), default=Decimal(0)))
+    values = nice_ticks(high=max((sum(v.values()) for v in by_day.values()), default=Decimal(0)))
+    top = values[-1]
     unit_label = _("card-hours") if unit == Price.Unit.CARD_HOUR else _("core-hours")
     days = month.days()
-    ticks, grid_ys = _axis(top)
+    ticks, grid_ys = _axis(values)
     return Chart(
         unit=unit,
         title=_("Daily usage in %(month)s, %(unit)s") % {"month": month, "unit": unit_label},
@@ -94,12 +83,11 @@ def _chart(month: Month, daily: list[DailyUsage], unit: str) -> Chart:
         grid_ys=grid_ys,
         day_labels=[
             Label(
-                x=f"{_slot_left(days, day) + _slot(days) / 2:.2f}",
+                x=f"{_slot_left(days, days[int(day) - 1]) + _slot(days) / 2:.2f}",
                 y=str(HEIGHT - 8),
-                text=str(day.day),
+                text=tick_text(day),
             )
-            for day in days
-            if day.day == 1 or day.day % 5 == 0
+            for day in nice_ticks(low=Decimal(1), high=Decimal(len(days)), count=7, inside=True)
         ],
         legend=[(name, colors[name]) for name in series],
     )
@@ -138,11 +126,12 @@ def _bars(days, series, colors, by_day, top: Decimal, unit_label: str) -> list[B
     return bars
 
 
-def _axis(top: Decimal) -> tuple[list[Label], list[str]]:
+def _axis(values: list[Decimal]) -> tuple[list[Label], list[str]]:
+    """A label and a grid line at each round value, from 0 at the baseline to the top."""
     plot_height = HEIGHT - TOP - BOTTOM
     ticks, grid_ys = [], []
-    for step in range(TICKS + 1):
-        y = HEIGHT - BOTTOM - plot_height * step / TICKS
+    for value in values:
+        y = HEIGHT - BOTTOM - plot_height * float(value / values[-1])
         grid_ys.append(f"{y:.2f}")
-        ticks.append(Label(x=str(LEFT - 6), y=f"{y + 4:.2f}", text=hours_text(top * step / TICKS)))
+        ticks.append(Label(x=str(LEFT - 6), y=f"{y + 4:.2f}", text=tick_text(value)))
     return ticks, grid_ys

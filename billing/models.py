@@ -19,6 +19,8 @@ from django.utils.translation import gettext_lazy as _
 
 from resources.models import GpuModel
 
+from .formatting import GrantFigures, grant_figures
+
 SECONDS_PER_HOUR = 3600
 HOURS_QUANTUM = Decimal("0.000001")
 UNIT_SECONDS_QUANTUM = Decimal("0.001")
@@ -135,6 +137,11 @@ class FreeGrant(models.Model):
     @property
     def remaining_card_hours(self) -> Decimal:
         return hours(self.remaining_card_seconds)
+
+    @property
+    def figures(self) -> GrantFigures:
+        """Grant, used and remaining as pages show them: rounded once, adding up."""
+        return grant_figures(grant_hours=self.card_hours, used_hours=self.used_card_hours)
 
     @property
     def used_percent(self) -> Decimal:

@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 
 from resources.models import GpuModel, ResourceKind
 
-from .formatting import hours_text
+from .formatting import grant_figures, hours_text
 from .models import Account, FreeGrant, model_is_free_tier
 from .services import account_for_user
 
@@ -102,13 +102,14 @@ def job_billing_errors(
     )
     if room is None or room.max_minutes(per_hour) >= 1:
         return {}
+    shown = grant_figures(grant_hours=room.grant, used_hours=room.used)
     message = _(
         "Your free %(model)s card-hours are used up: %(remaining)s of %(grant)s remain "
         "(%(used)s used). Ask an admin to enable billing."
     ) % {
         "model": room.model_name,
-        "grant": hours_text(room.grant),
-        "used": hours_text(room.used),
-        "remaining": hours_text(room.remaining),
+        "grant": hours_text(shown.grant),
+        "used": hours_text(shown.used),
+        "remaining": hours_text(shown.remaining),
     }
     return {"gpu_model": [message]}

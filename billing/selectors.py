@@ -190,29 +190,36 @@ def statement_for(*, account: Account, month: Month) -> Statement:
 
 @dataclass
 class AccountRow:
+    """One account's month, card-hours and core-hours kept apart (never added together)."""
+
     account_id: int
     username: str
     billing_enabled: bool
-    sums: UsageSums = field(default_factory=UsageSums)
-    card_seconds: Decimal = ZERO
-    core_seconds: Decimal = ZERO
+    card: UsageSums = field(default_factory=UsageSums)
+    core: UsageSums = field(default_factory=UsageSums)
+
+    @property
+    def sums(self) -> UsageSums:
+        """Both units together: only their amounts add up to anything."""
+        return self.card + self.core
 
     @property
     def card_hours(self) -> Decimal:
-        return hours(self.card_seconds)
+        return self.card.hours
 
     @property
     def core_hours(self) -> Decimal:
-        return hours(self.core_seconds)
+        return self.core.hours
 
 
 SORTS = {
     "user": lambda row: row.username.lower(),
     "billing": lambda row: row.billing_enabled,
-    "card_hours": lambda row: row.card_seconds,
-    "core_hours": lambda row: row.core_seconds,
-    "free_hours": lambda row: row.sums.free_unit_seconds,
-    "billable_hours": lambda row: row.sums.billable_unit_seconds,
+    "card_hours": lambda row: row.card.unit_seconds,
+    "free_card_hours": lambda row: row.card.free_unit_seconds,
+    "billable_card_hours": lambda row: row.card.billable_unit_seconds,
+    "core_hours": lambda row: row.core.unit_seconds,
+    "billable_core_hours": lambda row: row.core.billable_unit_seconds,
     "amount": lambda row: row.sums.amount,
 }
 DEFAULT_SORT = "-amount"
@@ -227,8 +234,15 @@ class Overview:
     top: list[AccountRow]
 
     @property
-    def total(self) -> UsageSums:
-        return sum((row.sums for row in self.rows), UsageSums())
+    def total(self) -> AccountRow:
+        """The rows shown, summed unit by unit; its ``billing_enabled`` counts the paid ones."""
+        return AccountRow(
+            account_id=0,
+            username="",
+            billing_enabled=sum(row.billing_enabled for row in self.rows),
+            card=sum((row.card for row in self.rows), UsageSums()),
+            core=sum((row.core for row in self.rows), UsageSums()),
+        )
 
 
 def overview_for(
@@ -246,15 +260,15 @@ def overview_for(
     )
     for item in usage:
         row, sums = rows[item["account_id"]], UsageSums.of(item)
-        row.sums += sums
         if item["unit"] == Price.Unit.CARD_HOUR:
-            row.card_seconds += sums.unit_seconds
+            row.card += sums
         else:
-            row.core_seconds += sums.unit_seconds
+            row.core += sums
     everyone = list(rows.values())
+    # By what they were charged, then by cards and cores used (free accounts pay nothing).
     top = sorted(
         (row for row in everyone if row.sums.unit_seconds),
-        key=lambda row: (row.sums.amount, row.sums.unit_seconds),
+        key=lambda row: (row.sums.amount, row.card.unit_seconds, row.core.unit_seconds),
         reverse=True,
     )[:TOP_USERS]
     shown = [

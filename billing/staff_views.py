@@ -28,9 +28,10 @@ COLUMNS = [
     ("user", gettext_lazy("User")),
     ("billing", gettext_lazy("Billing")),
     ("card_hours", gettext_lazy("Card-hours")),
+    ("free_card_hours", gettext_lazy("Free card-hours")),
+    ("billable_card_hours", gettext_lazy("Billable card-hours")),
     ("core_hours", gettext_lazy("Core-hours")),
-    ("free_hours", gettext_lazy("Free hours")),
-    ("billable_hours", gettext_lazy("Billable hours")),
+    ("billable_core_hours", gettext_lazy("Billable core-hours")),
     ("amount", gettext_lazy("Amount")),
 ]
 
