@@ -75,8 +75,26 @@ def test_stop_button_stops_a_waiting_job(owner_client, job):
     assert "Stop job" not in owner_client.get(detail(job)).content.decode()
 
 
-def test_stop_needs_post(owner_client, job):
-    assert owner_client.get(reverse("jobs:stop", args=[job.pk])).status_code == 405
+def test_stop_asks_first_and_only_a_post_stops(owner_client, job):
+    html = owner_client.get(reverse("jobs:stop", args=[job.pk])).content.decode()
+    assert f"Stop job #{job.pk}?" in html
+    assert f'<form method="post" action="{reverse("jobs:stop", args=[job.pk])}"' in html
+    assert f'href="{detail(job)}">Cancel</a>' in html
+    job.refresh_from_db()
+    assert job.state == Job.State.QUOTA_WAIT and job.stop_requested_at is None
+
+
+def test_the_page_asks_before_it_stops(owner_client, job):
+    html = owner_client.get(detail(job)).content.decode()
+    # The job page's Stop job opens the confirmation; it posts nothing itself.
+    assert f'<form method="get" action="{reverse("jobs:stop", args=[job.pk])}"' in html
+    assert f'<form method="post" action="{reverse("jobs:stop", args=[job.pk])}"' not in html
+
+
+def test_a_finished_job_has_nothing_to_confirm(owner_client, job):
+    owner_client.post(reverse("jobs:stop", args=[job.pk]))
+    response = owner_client.get(reverse("jobs:stop", args=[job.pk]))
+    assert response.status_code == 302 and response.url == detail(job)
 
 
 def test_ports_can_be_edited_on_the_page(owner_client, job):

@@ -102,6 +102,7 @@ def test_stop_a_running_job_and_see_the_next_one_wait_for_quota(pages, cpu_site,
     expect(bar).to_have_attribute("max", "5400")
     expect(page.locator(".run-time-progress label")).to_contain_text("of at most 1 h 30 min")
     page.get_by_role("button", name="Stop job").click()
+    page.get_by_role("button", name=f"Yes, stop job #{first.pk}").click()
     expect(page.locator("#job-state-badge")).to_contain_text("Stopped", timeout=60_000)
     # The stopped job freed the quota: the waiting one runs now.
     wait_for_state(second, Job.State.SUCCEEDED, cpu_site)
