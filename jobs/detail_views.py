@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from resources.describe import describe_request
 from resources.request import ResourceRequest
@@ -69,11 +69,14 @@ def job_events(job: Job) -> list:
     return events
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def job_stop_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks (a page of its own: no script needed under the strict CSP); POST stops."""
     job = visible_job(request, pk)
     if job.is_finished:
         messages.info(request, _("Job #%(id)s had already finished.") % {"id": job.pk})
+    elif request.method == "GET":
+        return render(request, "jobs/job_stop_confirm.html", {"job": job})
     else:
         job_stop(job=job, actor=request.user)
         messages.success(request, _("Stop requested for job #%(id)s.") % {"id": job.pk})
