@@ -1,19 +1,35 @@
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
+from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
+from django.db.models.functions import Coalesce, Now
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext_lazy as _
+
+from billing.selectors import jobs_with_usage
 
 from .models import Job, Project
 from .selectors import jobs_user_may_operate, projects_for_user
 
 JOBS_PER_PAGE = 25
 FILTERS = ("state", "project", "user", "node")
+# Sortable columns: the query value, the header, the ordering; name sorts A→Z first.
+SORTS = {
+    "name": (_("Name"), "name"),
+    "submitted": (_("Submitted"), "submitted_at"),
+    "duration": (_("Duration"), "run_duration"),
+    "card_hours": (_("Card-hours"), "ledger_hours"),
+    "cost": (_("Cost"), "ledger_amount"),
+}
+DEFAULT_SORT = "-submitted"
+# How often an open list asks for its rows again (htmx; the page itself never reloads).
+REFRESH_SECONDS = 5
 
 
 def job_list(request: HttpRequest) -> HttpResponse:
     """The user's and their projects' jobs; every job for staff, who may also filter by
-    user and node."""
+    user and node. Sorted by a column, searched by name; htmx polls the table alone."""
     staff = request.user.is_staff
     jobs = jobs_user_may_operate(user=request.user).select_related("project", "gpu_model", "owner")
     chosen = {name: request.GET.get(name, "").strip() for name in FILTERS}
@@ -27,23 +43,71 @@ def job_list(request: HttpRequest) -> HttpResponse:
         jobs = jobs.filter(project__name=chosen["project"])
     else:
         chosen["project"] = ""
-    if staff and chosen["user"]:
+    if not staff:
+        chosen["user"] = chosen["node"] = ""
+    if chosen["user"]:
         jobs = jobs.filter(owner__username=chosen["user"])
-    if staff and chosen["node"]:
+    if chosen["node"]:
         jobs = jobs.filter(replica_set__node__name=chosen["node"]).distinct()
-    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(
-        request,
-        "jobs/job_list.html",
-        {
-            "page": page,
-            "states": Job.State.choices,
-            "current_state": chosen["state"],
-            "projects": projects,
-            "current_project": chosen["project"],
-            "current_user": chosen["user"] if staff else "",
-            "current_node": chosen["node"] if staff else "",
-            "staff": staff,
-            "filter_query": urlencode({k: v for k, v in chosen.items() if v}),
-        },
+    search = request.GET.get("q", "").strip()[:128]
+    if search:
+        jobs = jobs.filter(name__icontains=search)
+    sort = request.GET.get("sort", DEFAULT_SORT)
+    if sort.removeprefix("-") not in SORTS:
+        sort = DEFAULT_SORT
+    page = Paginator(_sorted(_with_figures(jobs), sort), JOBS_PER_PAGE).get_page(
+        request.GET.get("page")
     )
+    kept = {k: v for k, v in chosen.items() if v}
+    listed = {**kept, **({"sort": sort} if sort != DEFAULT_SORT else {}), "q": search}
+    listed = {k: v for k, v in listed.items() if v}
+    context = {
+        "page": page,
+        "states": Job.State.choices,
+        "current_state": chosen["state"],
+        "projects": projects,
+        "current_project": chosen["project"],
+        "current_user": chosen["user"],
+        "current_node": chosen["node"],
+        "current_sort": sort if sort != DEFAULT_SORT else "",
+        "search": search,
+        "staff": staff,
+        "columns": _sort_headers(kept, search, sort),
+        "filter_query": urlencode(listed),
+        "refresh_query": urlencode(
+            {**listed, **({"page": page.number} if page.number > 1 else {})}
+        ),
+        "refresh_seconds": REFRESH_SECONDS,
+    }
+    if request.htmx:
+        return render(request, "jobs/_jobs_table.html", context)
+    return render(request, "jobs/job_list.html", context)
+
+
+def _with_figures(jobs: QuerySet[Job]) -> QuerySet[Job]:
+    """How long each job ran (so far) and what billing recorded, in the list's one query."""
+    ran = ExpressionWrapper(
+        Coalesce(F("finished_at"), Now()) - F("started_at"), output_field=DurationField()
+    )
+    return jobs_with_usage(jobs.annotate(run_duration=ran))
+
+
+def _sorted(jobs: QuerySet[Job], sort: str) -> QuerySet[Job]:
+    field = F(SORTS[sort.removeprefix("-")][1])
+    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
+    return jobs.order_by(order, "-pk")
+
+
+def _sort_headers(kept: dict, search: str, current: str) -> list[dict]:
+    """Each sortable column's link (the other direction when it is the current sort) and
+    its ``aria-sort``, in the order of ``SORTS``."""
+    headers = []
+    for key, (label, _field) in SORTS.items():
+        if current.removeprefix("-") == key:
+            next_sort = key if current.startswith("-") else f"-{key}"
+            aria = "descending" if current.startswith("-") else "ascending"
+        else:
+            next_sort, aria = (key if key == "name" else f"-{key}"), "none"
+        query = urlencode({**kept, "sort": next_sort, **({"q": search} if search else {})})
+        headers.append({"label": label, "query": query, "aria_sort": aria})
+    return headers

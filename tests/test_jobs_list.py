@@ -153,3 +153,12 @@ def test_list_queries_do_not_grow_with_jobs_or_their_usage(owner_client, owner, 
         ran(JobFactory(owner=owner, project=site.project, gpu_model=site.p4), minutes=5, amount="1")
     assert queries(owner_client, reverse("jobs:list")) == one
     assert queries(owner_client, reverse("jobs:list"), sort="-cost") == one
+
+
+def test_list_query_count_is_pinned(owner_client, owner, site, django_assert_num_queries):
+    for _ in range(3):
+        ran(JobFactory(owner=owner, project=site.project, gpu_model=site.p4), minutes=5, amount="1")
+    # Session and user, projects, the page's count and rows (figures included), the
+    # notifications badge and billing's banner: none of it per job.
+    with django_assert_num_queries(7):
+        owner_client.get(reverse("jobs:list"), {"sort": "-cost"})
