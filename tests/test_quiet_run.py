@@ -1,0 +1,95 @@
+"""`make run` is quiet: a line per job event and per warning or error, and Slurm's beat entries
+only where Slurm is configured; TRAINYARD_VERBOSE=1 (`make run V=1`) shows every task run."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jobs.models import Job
+from jobs.services.submit import job_submit
+from tests.agent_support import wait_until
+from tests.job_site import build_site, job_body
+from tests.test_settings import BASE_ENV, ROOT, run_python
+
+BEAT_TASKS = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps(sorted(entry['task'] for entry in s.CELERY_BEAT_SCHEDULE.values())))"
+)
+
+
+def beat_tasks(env: dict, tmp_path) -> list[str]:
+    result = run_python(BEAT_TASKS, env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_without_slurm_beat_sends_no_slurm_task(tmp_path):
+    tasks = beat_tasks({}, tmp_path)
+    assert "jobs.agent.dispatch_polls" in tasks
+    assert [task for task in tasks if task.startswith("jobs.slurm.")] == []
+
+
+def test_with_slurm_configured_beat_tracks_it_and_syncs_its_nodes(tmp_path):
+    tasks = beat_tasks({"TRAINYARD_SLURM": "1"}, tmp_path)
+    assert {"jobs.slurm.track", "jobs.slurm.sync_nodes"} <= set(tasks)
+
+
+def test_the_embedded_broker_connects_without_a_warning(tmp_path):
+    code = (
+        "import django; django.setup(); from trainyard.celery import app\n"
+        "with app.connection_for_write() as connection: print(connection.as_uri())"
+    )
+    result = run_python(code, {}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "No hostname was supplied" not in result.stderr
+
+
+def run_beat(env: dict, tmp_path) -> str:
+    """Beat's output until it sent its first tasks, on an embedded broker of its own."""
+    sent = tmp_path / "broker" / "in"
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "trainyard", "beat", "--loglevel", "INFO"]
+        + ["--schedule", str(tmp_path / "beat-schedule")],
+        cwd=ROOT,
+        env={**BASE_ENV, "TRAINYARD_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1", **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: sent.is_dir() and len(list(sent.iterdir())) >= 2, what="beat's sends")
+        time.sleep(0.5)
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        output, _ = beat.communicate(timeout=30)
+    return output
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_beat_says_nothing_of_its_routine_sends_unless_verbose(tmp_path, verbose):
+    output = run_beat({"TRAINYARD_VERBOSE": "1" if verbose else "0"}, tmp_path)
+    assert ("Sending due task" in output) is verbose, output
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_worker_logs_the_job_event_not_the_task_runs(
+    start_celery_worker, project, owner, tmp_path, verbose
+):
+    build_site(project=project, billing_for=[owner])
+    start_celery_worker(queues="celery", env={"TRAINYARD_VERBOSE": "1" if verbose else "0"})
+    job = job_submit(user=owner, data=job_body())
+    wait_until(lambda: Job.objects.get(pk=job.pk).state == Job.State.STARTING, what="starting")
+    log = tmp_path / "worker-0.log"
+    wait_until(lambda: re.search(rf"Job {job.pk}: \w+ → starting", log.read_text()), what="event")
+    time.sleep(1)  # the task's own lines, if any, come right after
+    text = log.read_text()
+    assert ("succeeded in" in text) is verbose, text
+    assert ("Task jobs.tasks.schedule_pass" in text) is verbose, text
