@@ -7,6 +7,9 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# `make run V=1`: a line per task run, beat send and web request (TRAINYARD_VERBOSE=1), not
+# only per job event and per warning or error.
+V ?=
 
 .PHONY: run test install lint format messages clean sandbox
 
@@ -45,7 +48,7 @@ run: $(RUN_STAMP) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
-	HOST=$(HOST) PORT=$(PORT) $(BIN)/honcho start -f Procfile
+	HOST=$(HOST) PORT=$(PORT) $(if $(V),TRAINYARD_VERBOSE=1) $(BIN)/honcho start -f Procfile
 
 # axe-core, which the browser tests inject into pages.
 node_modules/axe-core/axe.min.js: package.json package-lock.json

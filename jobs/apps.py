@@ -7,4 +7,5 @@ class JobsConfig(AppConfig):
     verbose_name = _("Jobs")
 
     def ready(self) -> None:
-        from jobs.scheduler import triggers  # noqa: F401  (connects the signal receivers)
+        from jobs import event_log  # noqa: F401  (connects the signal receivers)
+        from jobs.scheduler import triggers  # noqa: F401

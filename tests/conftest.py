@@ -5,6 +5,9 @@ from django.conf import settings
 
 from tests.factories import ProjectFactory, UserFactory
 
+# Workers, agents and beat started by tests log every task: tests wait on those lines.
+os.environ.setdefault("TRAINYARD_VERBOSE", "1")
+
 # The real node agent fixtures (``agent``, ``agent_env``).
 pytest_plugins = [
     "tests.agent_support",

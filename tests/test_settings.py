@@ -35,7 +35,7 @@ def settings_with(env: dict, tmp_path: Path) -> dict:
 def test_embedded_mode_uses_sqlite_and_file_broker(tmp_path):
     parsed = settings_with({}, tmp_path)
     assert parsed["engine"] == "django.db.backends.sqlite3"
-    assert parsed["broker"] == "filesystem://"
+    assert parsed["broker"] == "filesystem://localhost//"
     assert parsed["cache"].endswith("LocMemCache")
     assert parsed["debug"] is True
 

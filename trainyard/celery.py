@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import after_setup_logger, task_postrun, task_prerun
 
 from .broker_compat import install as install_broker_compat
 
@@ -23,3 +23,16 @@ def database_connections_as_between_requests(task=None, **_kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@after_setup_logger.connect
+def logger_levels_as_in_settings(**_kwargs) -> None:
+    """The levels of ``LOGGING["loggers"]`` (quiet routine lines), whether or not Django's own
+    logging set-up ran before Celery's in this process (beat's does not run it)."""
+    import logging
+
+    from django.conf import settings
+
+    for name, options in settings.LOGGING.get("loggers", {}).items():
+        if "level" in options:
+            logging.getLogger(name).setLevel(options["level"])

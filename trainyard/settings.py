@@ -14,20 +14,11 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from trainyard.env import env_bool, env_list
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TRAINYARD_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
-
-
-def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None:
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
 DEBUG = env_bool("DEBUG", True)
@@ -149,7 +140,8 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    CELERY_BROKER_URL = "filesystem://"
+    # A host in the URL, or kombu warns "No hostname was supplied" on every connection.
+    CELERY_BROKER_URL = "filesystem://localhost//"
     # kombu's own transport can hand a reader a half-written message; this one cannot.
     CELERY_BROKER_TRANSPORT = "trainyard.filesystem_broker:Transport"
     broker_dir = VAR_DIR / "broker"
@@ -314,13 +306,27 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# Quiet by default: a line per job event (logger ``trainyard.jobs``) and per warning or error.
+# TRAINYARD_VERBOSE=1 (`make run V=1`) adds a line per task a worker receives and runs, per
+# task beat sends, and per web request (trainyard/gunicorn.py).
+TRAINYARD_VERBOSE = env_bool("TRAINYARD_VERBOSE", False)
+ROUTINE_LOG_LEVEL = "INFO" if TRAINYARD_VERBOSE else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # django-axes logs every log-in at INFO; its warnings (failures, lockouts) are what matter.
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        # django-axes logs every log-in at INFO; its warnings (failures, lockouts) are what matter.
+        "axes": {"level": "WARNING"},
+        # Celery's routine lines: each task received, run, or discarded as expired, each
+        # send of beat (the node agent alone ran ~1,300 a minute for 11 idle nodes).
+        # trainyard/celery.py applies these again after Celery sets up its own logging.
+        "celery.worker.strategy": {"level": ROUTINE_LOG_LEVEL},
+        "celery.app.trace": {"level": ROUTINE_LOG_LEVEL},
+        "celery.worker.request": {"level": ROUTINE_LOG_LEVEL},
+        "celery.beat": {"level": ROUTINE_LOG_LEVEL},
+    },
 }
 
 # Where node agents keep replica state, logs and outputs (one folder per node).
@@ -374,18 +380,21 @@ TRAINYARD_SLURM_TRACK_SECONDS = float(os.environ.get("TRAINYARD_SLURM_TRACK_SECO
 # Seconds between two `squeue` calls of the tracking (what only Slurm knows), and inventory syncs.
 TRAINYARD_SLURM_QUERY_SECONDS = float(os.environ.get("TRAINYARD_SLURM_QUERY_SECONDS", "5"))
 TRAINYARD_SLURM_SYNC_SECONDS = float(os.environ.get("TRAINYARD_SLURM_SYNC_SECONDS", "60"))
-CELERY_BEAT_SCHEDULE.update(
-    {
-        "slurm-track": {
-            "task": "jobs.slurm.track",
-            "schedule": timedelta(seconds=TRAINYARD_SLURM_TRACK_SECONDS),
-            # Not shorter than a file broker's delivery; extra passes find the lock taken.
-            "options": {"expires": max(TRAINYARD_SLURM_TRACK_SECONDS, 5)},
-        },
-        "slurm-sync-nodes": {
-            "task": "jobs.slurm.sync_nodes",
-            "schedule": timedelta(seconds=TRAINYARD_SLURM_SYNC_SECONDS),
-            "options": {"expires": TRAINYARD_SLURM_SYNC_SECONDS},
-        },
-    }
-)
+# Tracking and the inventory need the Slurm tools this turns on: without it beat sends them
+# nothing (a Slurm node only ever comes from the inventory, or from an admin under it).
+if TRAINYARD_SLURM_ENABLED:
+    CELERY_BEAT_SCHEDULE.update(
+        {
+            "slurm-track": {
+                "task": "jobs.slurm.track",
+                "schedule": timedelta(seconds=TRAINYARD_SLURM_TRACK_SECONDS),
+                # Not shorter than a file broker's delivery; extra passes find the lock taken.
+                "options": {"expires": max(TRAINYARD_SLURM_TRACK_SECONDS, 5)},
+            },
+            "slurm-sync-nodes": {
+                "task": "jobs.slurm.sync_nodes",
+                "schedule": timedelta(seconds=TRAINYARD_SLURM_SYNC_SECONDS),
+                "options": {"expires": TRAINYARD_SLURM_SYNC_SECONDS},
+            },
+        }
+    )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.event_log import log_job_event
 from jobs.models import Job, JobEvent
 from notifications.triggers import job_state_changed
 from trainyard.bulk import insert_rows, update_from_values
@@ -140,6 +141,12 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
             )
         )
         now = timezone.now()
+        with_event = [
+            t
+            for t in transitions
+            if t.job_id in moved
+            and (t.from_state != t.to_state or t.old_reason != t.reason.english)
+        ]
         insert_rows(
             JobEvent,
             fields=[
@@ -154,11 +161,11 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
             ],
             rows=[
                 (t.job_id, now, t.from_state, t.to_state, *_reason_columns(t.reason), t.data)
-                for t in transitions
-                if t.job_id in moved
-                and (t.from_state != t.to_state or t.old_reason != t.reason.english)
+                for t in with_event
             ],
         )
+    for t in with_event:  # bulk inserts send no post_save
+        log_job_event(t.job_id, t.from_state, t.to_state, t.reason.english)
     return moved
 
 
