@@ -24,8 +24,8 @@ def test_admin_enables_specs_and_the_user_submits_a_job_from_one(pages, site, ow
     admin.get_by_label("Kind").select_option("gpu")
     admin.get_by_label("GPU model").select_option(label="V100")
     admin.get_by_label("GPU count").fill("2")
-    admin.get_by_label("CPU (millicores)").fill("16000")
-    admin.get_by_label("Memory (MiB)").fill("65536")
+    admin.get_by_label("CPU (cores)").fill("16")
+    admin.get_by_label("Memory (GiB)").fill("64")
     admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.locator(".messagelist")).to_be_visible()
     assert Spec.objects.get(name="two-v100").gpu_count == 2
