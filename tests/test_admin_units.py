@@ -121,3 +121,14 @@ def test_a_second_default_quota_is_refused_with_a_sentence_naming_the_fields(
     assert expected in page
     assert "quota_unique_default_resource" not in page
     assert Quota.objects.count() == 1
+
+
+def test_a_slurm_nodes_cpu_and_memory_are_read_only_in_cores_and_gib(admin_client_):
+    node = NodeFactory(
+        gpu_model=None, gpu_count=0, cpu_milli=48_000, memory_mib=1_000, from_slurm=True
+    )
+    page = admin_client_.get(reverse("admin:resources_node_change", args=[node.pk]))
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "cpu_milli" not in page.context["adminform"].form.fields
+    assert "CPU (cores)" in text and "0.9765625" in text and "millicores" not in text
