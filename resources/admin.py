@@ -4,6 +4,12 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from .admin_units import (
+    QuotaForm,
+    UnitFieldsMixin,
+    cpu_cores,
+    memory_gib,
+)
 from .models import (
     FreeResourceSnapshot,
     GpuCard,
@@ -13,7 +19,9 @@ from .models import (
     SiteSettings,
     SlurmGpuType,
     Spec,
+    exact_gib,
 )
+from .ratios import milli_to_cores
 
 
 @admin.register(SiteSettings)
@@ -48,22 +56,32 @@ class GpuModelAdmin(admin.ModelAdmin):
     filter_horizontal = ["members"]
 
 
-class GpuCardInline(admin.TabularInline):
+class GpuCardInline(UnitFieldsMixin, admin.TabularInline):
     model = GpuCard
     extra = 0
-    readonly_fields = ["compute_allocated_percent", "memory_allocated_mib"]
+    readonly_fields = ["compute_allocated", "memory_allocated"]
+    # Kept by the scheduler; shown read-only in GiB above.
+    exclude = ["memory_allocated_mib", "compute_allocated_percent"]
+
+    @admin.display(description=_("compute allocated (percent)"))
+    def compute_allocated(self, card: GpuCard):
+        return card.compute_allocated_percent
+
+    @admin.display(description=_("memory allocated (GiB)"))
+    def memory_allocated(self, card: GpuCard):
+        return exact_gib(card.memory_allocated_mib)
 
 
 @admin.register(Node)
-class NodeAdmin(admin.ModelAdmin):
+class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "executor",
         "gpu_model",
         "gpu_count",
         "gpu_allocated",
-        "cpu_milli",
-        "memory_mib",
+        cpu_cores,
+        memory_gib,
         "state",
         "from_slurm",
         "slurm_partitions",
@@ -74,8 +92,8 @@ class NodeAdmin(admin.ModelAdmin):
     search_fields = ["name", "address"]
     readonly_fields = [
         "gpu_allocated",
-        "cpu_allocated_milli",
-        "memory_allocated_mib",
+        "cpu_allocated",
+        "memory_allocated",
         "storage_allocated_gib",
         "last_heartbeat",
         "from_slurm",
@@ -107,13 +125,29 @@ class NodeAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         node_sync_cards(node=obj)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Node | None = None) -> list[str]:
+    @admin.display(description=_("CPU allocated (cores)"))
+    def cpu_allocated(self, node: Node):
+        return milli_to_cores(node.cpu_allocated_milli)
+
+    @admin.display(description=_("memory allocated (GiB)"))
+    def memory_allocated(self, node: Node):
+        return exact_gib(node.memory_allocated_mib)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Node | None = None) -> list:
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.from_slurm:
             # Synced from Slurm (jobs.execution.slurm.inventory): an edit here would not last.
-            fields += ["executor", "address", "gpu_model", "gpu_count", "cpu_milli", "memory_mib"]
+            fields += ["executor", "address", "gpu_model", "gpu_count", cpu_cores, memory_gib]
             fields += ["slurm_partitions"]
         return fields
+
+    def get_exclude(self, request: HttpRequest, obj: Node | None = None) -> list[str]:
+        # What is allocated is the scheduler's, shown read-only in cores and GiB; so are a
+        # Slurm node's CPU and memory.
+        excluded = ["cpu_allocated_milli", "memory_allocated_mib"]
+        if obj is not None and obj.from_slurm:
+            excluded += ["cpu_milli", "memory_mib"]
+        return excluded
 
     def change_view(self, request: HttpRequest, object_id: str, form_url="", extra_context=None):
         node = self.get_object(request, object_id)
@@ -139,15 +173,15 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(Spec)
-class SpecAdmin(admin.ModelAdmin):
+class SpecAdmin(UnitFieldsMixin, admin.ModelAdmin):
     list_display = [
         "name",
         "kind",
         "gpu_model",
         "gpu_count",
         "vgpu_compute_percent",
-        "cpu_milli",
-        "memory_mib",
+        cpu_cores,
+        memory_gib,
         "enabled",
         "order",
     ]
@@ -158,10 +192,15 @@ class SpecAdmin(admin.ModelAdmin):
 
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
-    list_display = ["user", "resource", "gpu_model", "limit"]
+    form = QuotaForm
+    list_display = ["user", "resource", "gpu_model", "limit_shown"]
     list_filter = ["resource", "gpu_model"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]
+
+    @admin.display(description=_("limit"), ordering="limit")
+    def limit_shown(self, quota: Quota):
+        return quota.limit_shown
 
 
 @admin.register(SlurmGpuType)

@@ -5,6 +5,8 @@ trace do) so that sums and CHECK constraints are exact integers; pages and the
 API show GiB and cores.
 """
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
@@ -13,6 +15,17 @@ from django.utils.translation import gettext_lazy as _
 
 MIB_PER_GIB = 1024
 MILLI_PER_CORE = 1000
+
+
+def exact_decimal(number: Decimal) -> Decimal:
+    """``number`` with every decimal it has, no trailing zero, no exponent (64, not 6.4E+1)."""
+    number = number.normalize()
+    return number.quantize(Decimal(1)) if number == number.to_integral_value() else number
+
+
+def exact_gib(mib: int) -> Decimal:
+    """MiB as GiB with every decimal it has (a MiB is 2⁻¹⁰ GiB: at most ten decimals)."""
+    return exact_decimal(Decimal(mib) / MIB_PER_GIB)
 
 
 class SiteSettings(models.Model):
@@ -40,13 +53,19 @@ class SiteSettings(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(pk=1), name="site_settings_singleton"),
             models.CheckConstraint(
-                condition=Q(max_nodes_per_job__gte=2), name="site_settings_max_nodes_gte_2"
+                condition=Q(max_nodes_per_job__gte=2),
+                name="site_settings_max_nodes_gte_2",
+                violation_error_message=_("Max nodes per job is at least 2."),
             ),
             models.CheckConstraint(
                 condition=Q(port_pool_start__gte=1025)
                 & Q(port_pool_size__gte=1)
                 & Q(port_pool_start__lte=65536 - F("port_pool_size")),
                 name="site_settings_port_pool_in_range",
+                violation_error_message=_(
+                    "The port pool starts at 1025 or above, holds at least 1 port "
+                    "and ends at 65535 or below."
+                ),
             ),
         ]
 
@@ -88,9 +107,15 @@ class GpuModel(models.Model):
         verbose_name_plural = _("GPU models")
         constraints = [
             models.CheckConstraint(
-                condition=Q(card_memory_gib__gt=0), name="gpu_model_memory_gt_0"
+                condition=Q(card_memory_gib__gt=0),
+                name="gpu_model_memory_gt_0",
+                violation_error_message=_("Card memory (GiB) must be more than 0."),
             ),
-            models.CheckConstraint(condition=Q(relative_speed__gt=0), name="gpu_model_speed_gt_0"),
+            models.CheckConstraint(
+                condition=Q(relative_speed__gt=0),
+                name="gpu_model_speed_gt_0",
+                violation_error_message=_("Relative speed must be more than 0."),
+            ),
             models.CheckConstraint(condition=~Q(name=""), name="gpu_model_name_not_empty"),
         ]
 
@@ -181,23 +206,38 @@ class Node(models.Model):
         indexes = [models.Index(fields=["state", "gpu_model"], name="node_state_model_idx")]
         constraints = [
             models.CheckConstraint(
-                condition=Q(gpu_allocated__lte=F("gpu_count")), name="node_gpu_not_overcommitted"
+                condition=Q(gpu_allocated__lte=F("gpu_count")),
+                name="node_gpu_not_overcommitted",
+                violation_error_message=_(
+                    "GPU cards cannot be fewer than the cards allocated on this node now."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(cpu_allocated_milli__lte=F("cpu_milli")),
                 name="node_cpu_not_overcommitted",
+                violation_error_message=_(
+                    "CPU (cores) cannot be less than the CPU allocated on this node now."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(memory_allocated_mib__lte=F("memory_mib")),
                 name="node_memory_not_overcommitted",
+                violation_error_message=_(
+                    "Memory (GiB) cannot be less than the memory allocated on this node now."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(storage_allocated_gib__lte=F("storage_gib")),
                 name="node_storage_not_overcommitted",
+                violation_error_message=_(
+                    "Temporary storage (GiB) cannot be less than the storage allocated "
+                    "on this node now."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(gpu_model__isnull=False) | Q(gpu_count=0),
                 name="node_gpus_need_a_model",
+                violation_error_message=_("A node with GPU cards needs a GPU model."),
             ),
         ]
 
@@ -293,14 +333,30 @@ class Spec(models.Model):
                 condition=Q(kind="cpu", gpu_model__isnull=True, gpu_count=0)
                 | Q(kind__in=["gpu", "vgpu"], gpu_model__isnull=False, gpu_count__gte=1),
                 name="spec_gpu_fields_match_kind",
+                violation_error_message=_(
+                    "A CPU spec has no GPU model and a GPU count of 0; a GPU or virtual-GPU spec "
+                    "needs a GPU model and a GPU count of at least 1."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(kind="vgpu", vgpu_compute_percent__gte=1, vgpu_compute_percent__lte=100)
                 | (~Q(kind="vgpu") & Q(vgpu_compute_percent__isnull=True)),
                 name="spec_vgpu_compute_1_100",
+                violation_error_message=_(
+                    "Compute per GPU is between 1 and 100 percent for a virtual-GPU spec, "
+                    "and empty for the other kinds."
+                ),
             ),
-            models.CheckConstraint(condition=Q(storage_gib__gte=2), name="spec_storage_gte_2"),
-            models.CheckConstraint(condition=Q(cpu_milli__gt=0), name="spec_cpu_gt_0"),
+            models.CheckConstraint(
+                condition=Q(storage_gib__gte=2),
+                name="spec_storage_gte_2",
+                violation_error_message=_("Temporary storage is at least 2 GiB."),
+            ),
+            models.CheckConstraint(
+                condition=Q(cpu_milli__gt=0),
+                name="spec_cpu_gt_0",
+                violation_error_message=_("CPU (cores) must be more than 0."),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -314,8 +370,8 @@ class Quota(models.Model):
     """
 
     class Resource(models.TextChoices):
-        CPU = "cpu_milli", _("CPU (millicores)")
-        MEMORY = "memory_mib", _("Memory (MiB)")
+        CPU = "cpu_milli", _("CPU (cores)")
+        MEMORY = "memory_mib", _("Memory (GiB)")
         GPU = "gpu", _("GPU cards of a model")
         VGPU_COMPUTE = "vgpu_compute_percent", _("Virtual-GPU compute (percent of a card)")
 
@@ -342,33 +398,60 @@ class Quota(models.Model):
                 condition=Q(resource__in=["gpu", "vgpu_compute_percent"], gpu_model__isnull=False)
                 | Q(resource__in=["cpu_milli", "memory_mib"], gpu_model__isnull=True),
                 name="quota_model_matches_resource",
+                violation_error_message=_(
+                    "A GPU or virtual-GPU quota needs a GPU model; a CPU or memory quota has none."
+                ),
             ),
             models.UniqueConstraint(
                 fields=["user", "resource", "gpu_model"],
                 condition=Q(user__isnull=False, gpu_model__isnull=False),
                 name="quota_unique_user_model",
+                violation_error_message=_(
+                    "This user already has a quota for this resource and GPU model: "
+                    "change that one instead."
+                ),
             ),
             models.UniqueConstraint(
                 fields=["user", "resource"],
                 condition=Q(user__isnull=False, gpu_model__isnull=True),
                 name="quota_unique_user_resource",
+                violation_error_message=_(
+                    "This user already has a quota for this resource: change that one instead."
+                ),
             ),
             models.UniqueConstraint(
                 fields=["resource", "gpu_model"],
                 condition=Q(user__isnull=True, gpu_model__isnull=False),
                 name="quota_unique_default_model",
+                violation_error_message=_(
+                    "A default quota (no user) for this resource and GPU model already exists: "
+                    "change that one instead."
+                ),
             ),
             models.UniqueConstraint(
                 fields=["resource"],
                 condition=Q(user__isnull=True, gpu_model__isnull=True),
                 name="quota_unique_default_resource",
+                violation_error_message=_(
+                    "A default quota (no user) for this resource already exists: "
+                    "change that one instead."
+                ),
             ),
         ]
 
     def __str__(self) -> str:
         who = self.user or _("default")
-        what = f"{self.resource}:{self.gpu_model}" if self.gpu_model_id else self.resource
-        return f"{who} {what} ≤ {self.limit}"
+        model = f" · {self.gpu_model}" if self.gpu_model_id else ""
+        return f"{who} · {self.get_resource_display()}{model} ≤ {self.limit_shown}"
+
+    @property
+    def limit_shown(self) -> Decimal | int:
+        """The limit in the unit people read: cores, GiB, cards or percent of a card."""
+        if self.resource == self.Resource.CPU:
+            return exact_decimal(Decimal(self.limit) / MILLI_PER_CORE)
+        if self.resource == self.Resource.MEMORY:
+            return exact_gib(self.limit)
+        return self.limit
 
     @property
     def key(self) -> str:
