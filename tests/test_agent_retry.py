@@ -32,5 +32,8 @@ def test_job_fails_when_retries_run_out(agent):
     job = wait_for_state(job, Job.FINAL_STATES, agent)
     assert job.state == Job.State.FAILED
     assert [a.number for a in attempts_of(job)] == [1, 2]
-    assert job.state_reason.startswith("Replica 0 failed on attempt 2 (no retries left)")
+    # The user's error first: the exit, where, and the log's last lines.
+    assert job.state_reason.startswith(
+        "Exited with exit code 1 on replica 0, attempt 2; no retries left."
+    )
     assert "exit code 1" in job.state_reason and "try 2" in job.state_reason

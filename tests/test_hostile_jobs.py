@@ -303,10 +303,11 @@ EOF"""
 def test_memory_exhaustion_is_stopped_by_the_limit_and_the_job_fails_out_of_memory(agent):
     job = run(agent, MEMORY_HOG, memory_mib=256, max_retries=0)
     assert job.state == Job.State.FAILED
-    assert job.state_reason.startswith(
-        "Replica 0 failed on attempt 1 (no retries left): Out of memory: "
-    )
-    assert "went over its memory limit of 0.25 GiB." in job.state_reason
+    assert job.state_reason.startswith("Exited with ")
+    assert (
+        "on replica 0, attempt 1; no retries left. Out of memory: the replica went over its "
+        "memory limit of 0.25 GiB. Last lines of the log:"
+    ) in job.state_reason
     log = attempt_log(attempts_of(job)[0])
     assert "memory limit 256 MiB (cgroup v" in log
     assert "exit codes" in log and "-9" in log  # the kernel killed at least one of them

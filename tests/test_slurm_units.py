@@ -63,13 +63,14 @@ def test_slurm_end_states_map_to_attempt_states(
         exit_code,
         platform_fault,
     )
-    assert result.reason.startswith(f"Slurm job 42 ended {slurm_state}.")
-    assert words in result.reason
+    assert result.reason.english.startswith(f"Slurm job 42 ended {slurm_state}.")
+    assert words in result.reason.english
 
 
 def test_failure_reason_carries_the_exit_code_and_the_logs_last_lines(attempt, tmp_path):
     result = outcome.outcome(slurm_job("FAILED", 2 << 8), record(tmp_path), attempt=attempt)
-    assert "Exited with exit code 2. Last lines of the log:\nline one\nline two" in result.reason
+    tail = "Exited with exit code 2. Last lines of the log:\nline one\nline two"
+    assert tail in result.reason.english
 
 
 def test_a_stop_trainyard_asked_for_decides_whatever_slurm_saw(attempt, tmp_path):
@@ -77,7 +78,7 @@ def test_a_stop_trainyard_asked_for_decides_whatever_slurm_saw(attempt, tmp_path
     result = outcome.outcome(
         slurm_job("FAILED", 15 << 8), record(tmp_path, stop=stop), attempt=attempt
     )
-    assert (result.state, result.reason) == (State.TIMED_OUT, stop["reason"])
+    assert (result.state, result.reason.english) == (State.TIMED_OUT, stop["reason"])
 
 
 def test_replicas_own_exit_code_wins_over_the_slurm_jobs(attempt, tmp_path):
@@ -95,7 +96,7 @@ def test_replica_killed_because_a_peer_failed_ends_stopped(attempt, tmp_path):
         slurm_job("FAILED", 1 << 8), record(tmp_path, peer_failed=1), attempt=attempt
     )
     assert result.state == State.STOPPED
-    assert "after replica 1 failed" in result.reason
+    assert "after replica 1 failed" in result.reason.english
 
 
 @pytest.mark.parametrize(

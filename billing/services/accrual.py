@@ -222,7 +222,7 @@ def _ledger_row(
         return row
     if not account.charges_at(period.start):
         if grants.covers(metering.gpu_model_id):
-            return _unbilled(row, grants.used_up_reason(metering.gpu_model_id))
+            return _unbilled(row, grants.used_up_reason(metering.gpu_model_id).english)
         return _unbilled(row, _("Not charged: billing is not enabled for this account"))
     if price is None:
         return _unbilled(row, _("Not charged: no price was set for this resource at that time"))

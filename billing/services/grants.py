@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db.models import Q
-from django.utils.translation import gettext as _
 
 from billing.formatting import hours_text
 from billing.models import Account, AccountEvent, FreeGrant
 from jobs.models import Job, JobEvent
 from jobs.services.stop import job_stop
 from notifications.triggers import free_grant_crossed
+from trainyard.reasons import Reason
 
 WARNING_PERCENTS = (80, 95)
 
@@ -49,12 +49,12 @@ class GrantUse:
         grant.used_card_seconds += free
         return free
 
-    def used_up_reason(self, gpu_model_id: int) -> str:
+    def used_up_reason(self, gpu_model_id: int) -> Reason:
         grant = self.by_model[gpu_model_id]
-        return _("free %(model)s hours used up (%(grant)s card-hours)") % {
-            "model": grant.gpu_model.name,
-            "grant": hours_text(grant.card_hours),
-        }
+        return Reason(
+            "free_used_up",
+            {"model": grant.gpu_model.name, "grant": hours_text(grant.card_hours)},
+        )
 
     def save(self) -> None:
         changed = [
@@ -80,7 +80,9 @@ def grant_consequences(*, account: Account, grants: GrantUse) -> None:
         used_up = grant.is_used_up
         if used_up and before < after:
             AccountEvent.objects.create(
-                account=account, kind="free_used_up", message=grants.used_up_reason(model_id)
+                account=account,
+                kind="free_used_up",
+                message=grants.used_up_reason(model_id).english,
             )
         # Checked on every run that used the model: a job queued before the grant ran
         # out and started since is stopped too.
@@ -89,23 +91,25 @@ def grant_consequences(*, account: Account, grants: GrantUse) -> None:
 
 
 def _warn(account: Account, grant: FreeGrant, percent: int, job_ids: set[int]) -> None:
-    message = _(
-        "%(percent)s %% of your free %(model)s card-hours are used "
-        "(%(used)s of %(grant)s card-hours)."
-    ) % {
-        "percent": percent,
-        "model": grant.gpu_model.name,
-        "used": hours_text(grant.used_card_hours),
-        "grant": hours_text(grant.card_hours),
-    }
-    AccountEvent.objects.create(account=account, kind=f"free_used_{percent}", message=message)
+    message = Reason(
+        "free_used",
+        {
+            "percent": percent,
+            "model": grant.gpu_model.name,
+            "used": hours_text(grant.used_card_hours),
+            "grant": hours_text(grant.card_hours),
+        },
+    )
+    AccountEvent.objects.create(
+        account=account, kind=f"free_used_{percent}", message=message.english
+    )
     JobEvent.objects.bulk_create(
-        JobEvent(job_id=job_id, reason=message, data={"billing": f"free_used_{percent}"})
+        JobEvent.build(job_id=job_id, reason=message, data={"billing": f"free_used_{percent}"})
         for job_id in sorted(job_ids)
     )
 
 
-def _stop_jobs(account: Account, grant: FreeGrant, reason: str) -> None:
+def _stop_jobs(account: Account, grant: FreeGrant, reason: Reason) -> None:
     unfinished = (
         Job.objects.filter(
             owner_id=account.user_id,
@@ -120,4 +124,4 @@ def _stop_jobs(account: Account, grant: FreeGrant, reason: str) -> None:
         was_active = job.is_active
         job_stop(job=job, reason=reason)
         if was_active:
-            JobEvent.objects.create(job=job, reason=reason, data={"billing": "free_used_up"})
+            JobEvent.build(job=job, reason=reason, data={"billing": "free_used_up"}).save()

@@ -16,8 +16,6 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.utils import timezone
-from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
@@ -27,6 +25,7 @@ from jobs.execution.replica.sandbox import isolation_problem
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
+from trainyard.reasons import Reason
 
 from .isolation import refresh_gangs, release, unsafe
 from .queues import agent_queues
@@ -115,23 +114,22 @@ def _enforce_deadline(folder, attempt: ReplicaAttempt, now: datetime, grace: tim
     if deadline is None or now < deadline or folder.exists("stop"):
         return
     minutes = attempt.replica.job.max_runtime_minutes or 0
-    reason = ngettext(
-        "Max run time of %(minutes)d minute exceeded.",
-        "Max run time of %(minutes)d minutes exceeded.",
-        minutes,
-    ) % {"minutes": minutes}
+    reason = Reason("timeout", {"minutes": minutes})
     request_stop(folder, kind=State.TIMED_OUT, reason=reason, now=now, grace=grace)
 
 
-def request_stop(folder: AttemptFolder, *, kind: str, reason: str, now, grace) -> None:
-    """TERM now, KILL once ``grace`` has passed (the poll sends it); once per attempt."""
+def request_stop(folder: AttemptFolder, *, kind: str, reason: Reason, now, grace) -> None:
+    """TERM now, KILL once ``grace`` has passed (the poll sends it); once per attempt.
+
+    The reason is kept as its code and parameters (``Reason.of`` reads either back).
+    """
     if folder.exists("stop"):
         return  # a stop (or the deadline) is already under way: its KILL time stands
     folder.write(
         "stop",
         {
             "kind": kind,
-            "reason": reason,
+            "reason": Reason.of(reason).as_json(),
             "requested_at": now.isoformat(),
             "kill_at": (now + grace).isoformat(),
         },
@@ -144,11 +142,11 @@ def _report_exit(folder: AttemptFolder, attempt: ReplicaAttempt, exit_info: dict
     exit_code = exit_info["exit_code"]
     stop = folder.read("stop")
     if stop and parse_time(stop["requested_at"]) <= ended_at:
-        state, reason = stop["kind"], stop["reason"]
+        state, reason = stop["kind"], Reason.of(stop["reason"])
     elif storage := folder.read("storage"):
         state, reason = State.FAILED, storage_reason(storage)
     elif exit_code == 0:
-        state, reason = State.SUCCEEDED, _("Exited with code 0.")
+        state, reason = State.SUCCEEDED, Reason("exit.ok")
     else:
         state, reason = State.FAILED, failure_reason(folder, attempt, exit_info)
     _ship_log_offset(folder, attempt)
@@ -170,8 +168,7 @@ def _runner_vanished(folder: AttemptFolder, attempt: ReplicaAttempt) -> None:
         attempt_id=attempt.pk,
         state=State.LOST,
         ended_at=timezone.now(),
-        reason=_("The replica's supervisor on node %(node)s disappeared.")
-        % {"node": folder.node_name},
+        reason=Reason("supervisor_gone", {"node": folder.node_name}),
         platform_fault=True,
     )
     release(folder.read("spec") or {})
@@ -211,6 +208,6 @@ def _reconcile(node_name: str, tracked: set[int]) -> None:
             attempt_id=attempt_id,
             state=State.LOST,
             ended_at=timezone.now(),
-            reason=_("Node %(node)s's agent has no record of this replica.") % {"node": node_name},
+            reason=Reason("no_record", {"node": node_name}),
             platform_fault=True,
         )

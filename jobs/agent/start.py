@@ -14,8 +14,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from django.utils.translation import gettext as _
-
 from jobs.execution.files import node_root
 from jobs.execution.replica import limits, runner
 from jobs.execution.replica.failure import disk_full_reason
@@ -34,6 +32,7 @@ from jobs.execution.replica.prepare import (
 )
 from jobs.execution.report import attempt_running
 from jobs.models import ReplicaAttempt
+from trainyard.reasons import Reason
 
 from .isolation import Isolation, Refused, isolate, release
 
@@ -57,10 +56,10 @@ def start_attempt(attempt_id: int) -> None:
             try:
                 launched = _launch(folder, attempt)
             except OSError as error:  # the node's disk is full, or its folders are broken
-                reason = _("Could not prepare the replica on node %(node)s: %(error)s.") % {
-                    "node": attempt.node.name,
-                    "error": error.strerror or error,
-                }
+                reason = Reason(
+                    "prepare_failed",
+                    {"node": attempt.node.name, "error": str(error.strerror or error)},
+                )
                 fail_to_prepare(attempt, reason)
                 return
             if not launched:
@@ -89,13 +88,12 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
     try:
         isolation = isolate(attempt)
     except Refused as refusal:
-        fail_to_prepare(attempt, str(refusal))
+        fail_to_prepare(attempt, refusal.args[0])
         return False
     except NetworkError as error:
         fail_to_prepare(
             attempt,
-            _("Could not make the replica's network on node %(node)s: %(error)s.")
-            % {"node": attempt.node.name, "error": error},
+            Reason("network_failed", {"node": attempt.node.name, "error": str(error)}),
         )
         return False
     try:

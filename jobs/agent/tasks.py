@@ -20,6 +20,7 @@ from jobs.execution.nodes import nodes_check_heartbeats
 from jobs.execution.report import attempt_ended
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
+from trainyard.reasons import Reason
 
 from .queues import agent_queues
 
@@ -55,7 +56,8 @@ def start_attempt(attempt_id: int) -> None:
 
 
 @shared_task(name="jobs.agent.stop_attempt", ignore_result=True)
-def stop_attempt(attempt_id: int, reason: str) -> None:
+def stop_attempt(attempt_id: int, reason: dict | str) -> None:
+    """Stop one attempt; ``reason`` is a ``Reason`` as JSON (plain text from older senders)."""
     from datetime import timedelta
 
     from jobs.execution.replica.folder import AttemptFolder
@@ -63,8 +65,9 @@ def stop_attempt(attempt_id: int, reason: str) -> None:
     from .poll import request_stop
 
     attempt = served_attempt("stop_attempt", attempt_id)
-    if attempt is None or not isinstance(reason, str):
+    if attempt is None or not isinstance(reason, dict | str):
         return
+    reason = Reason.of(reason)
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     now = timezone.now()
     grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
@@ -74,7 +77,8 @@ def stop_attempt(attempt_id: int, reason: str) -> None:
         if not folder.exists("spec"):
             # Not started: remember the stop so a late start message does nothing.
             folder.write(
-                "stop", {"kind": "stopped", "reason": reason, "requested_at": now.isoformat()}
+                "stop",
+                {"kind": "stopped", "reason": reason.as_json(), "requested_at": now.isoformat()},
             )
             attempt_ended(
                 attempt_id=attempt.pk,

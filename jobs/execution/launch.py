@@ -11,6 +11,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
+from trainyard.reasons import Reason
 
 from .executors import executor_for
 
@@ -120,7 +121,7 @@ def lost_launches_retry(*, now: datetime | None = None) -> list[int]:
     return launch_each(lost)
 
 
-def job_stop_attempts(*, job_id: int, reason: str) -> None:
+def job_stop_attempts(*, job_id: int, reason: Reason) -> None:
     """Ask the executors to stop every unfinished attempt of the job."""
     attempts = ReplicaAttempt.objects.filter(replica__job_id=job_id).exclude(
         state__in=ReplicaAttempt.FINAL_STATES

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone, translation
-from django.utils.translation import gettext as _
 
 from jobs.models import ReplicaAttempt
 from jobs.services.hooks import schedule_soon
 from resources.models import Node, SiteSettings
+from trainyard.reasons import Reason
 
 from .report import attempt_ended
 
@@ -27,8 +27,12 @@ WATCH_GAP_SECONDS = 15
 def silence_reason(last_heartbeat: datetime | None) -> str:
     """The node's state reason while it is down for silence (also how we recognise that case)."""
     with translation.override(settings.LANGUAGE_CODE):
-        when = last_heartbeat.isoformat(timespec="seconds") if last_heartbeat else "-"
-        return _("No heartbeat from the node agent since %(time)s.") % {"time": when}
+        return silence(last_heartbeat).text()
+
+
+def silence(last_heartbeat: datetime | None) -> Reason:
+    when = last_heartbeat.isoformat(timespec="seconds") if last_heartbeat else "-"
+    return Reason("no_heartbeat", {"time": when})
 
 
 def isolation_reason(problem: str) -> str:
@@ -128,7 +132,9 @@ def node_lost(*, node: Node, now: datetime | None = None) -> bool:
     unfinished = ReplicaAttempt.objects.filter(node=node).exclude(
         state__in=ReplicaAttempt.FINAL_STATES
     )
-    attempt_reason = _("Node %(node)s was lost: %(reason)s") % {"node": node.name, "reason": reason}
+    attempt_reason = Reason(
+        "node_lost", {"node": node.name, "reason": silence(node.last_heartbeat)}
+    )
     for attempt_id, started_at in unfinished.values_list("pk", "started_at"):
         # The last moment the node was known alive; platform faults are not billed anyway.
         ended_at = max(filter(None, [started_at, node.last_heartbeat])) if started_at else now

@@ -15,10 +15,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.utils.translation import gettext as _
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.transitions import job_transition
+from trainyard.reasons import Reason
 
 from .settle import job_settle
 
@@ -61,8 +61,7 @@ def _running_when_all_started(job: Job) -> None:
         job_transition(
             job=job,
             to_state=Job.State.RUNNING,
-            reason=_("All %(count)d replicas are running (attempt %(attempt)d).")
-            % {"count": job.replicas, "attempt": job.attempt},
+            reason=Reason("running", {"count": job.replicas, "attempt": job.attempt}),
         )
 
 
@@ -96,7 +95,7 @@ def attempt_ended(
     state: str,
     ended_at: datetime,
     exit_code: int | None = None,
-    reason: str = "",
+    reason: Reason | str = "",
     platform_fault: bool = False,
 ) -> bool:
     """The attempt ended in ``state`` (a final one); the job settles when its attempts have."""
@@ -112,8 +111,8 @@ def attempt_ended(
             state=state,
             ended_at=ended_at,
             exit_code=exit_code,
-            reason=reason,
             platform_fault=platform_fault,
+            **ReplicaAttempt.reason_fields(Reason.of(reason)),
         )
         if attempt.number == job.attempt and job.is_active:
             job_settle(job=job)

@@ -18,10 +18,10 @@ the decision waits until all have ended, so nothing runs twice.
 from __future__ import annotations
 
 from django.db import transaction
-from django.utils.translation import gettext as _
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.models.job import MAX_RETRIES
+from trainyard.reasons import Reason
 
 Attempt = ReplicaAttempt
 State = ReplicaAttempt.State
@@ -49,18 +49,18 @@ def _decide(*, job: Job, attempts: list[ReplicaAttempt]) -> None:
     by_state = {state: [a for a in attempts if a.state == state] for state in State.values}
     if job.stop_requested_at:
         stopped = by_state[State.STOPPED]
-        _finish(job, Job.State.STOPPED, stopped[0].reason if stopped else _("Stopped"))
+        _finish(job, Job.State.STOPPED, stopped[0].reason_value if stopped else Reason("stopped"))
     elif by_state[State.TIMED_OUT]:
-        _finish(job, Job.State.TIMED_OUT, by_state[State.TIMED_OUT][0].reason)
+        _finish(job, Job.State.TIMED_OUT, by_state[State.TIMED_OUT][0].reason_value)
     elif failed := [a for a in by_state[State.FAILED] if not a.platform_fault]:
         _retry_or_fail(job=job, failed=failed[0])
     elif lost := [a for a in attempts if a.platform_fault]:
         _replace_or_fail(job=job, lost=lost[0])
     elif len(by_state[State.SUCCEEDED]) == len(attempts):
-        _finish(job, Job.State.SUCCEEDED, _("Every replica exited with code 0."))
+        _finish(job, Job.State.SUCCEEDED, Reason("exit.succeeded"))
     else:
         stopped = by_state[State.STOPPED]
-        _finish(job, Job.State.STOPPED, stopped[0].reason if stopped else _("Stopped"))
+        _finish(job, Job.State.STOPPED, stopped[0].reason_value if stopped else Reason("stopped"))
 
 
 def _retry_or_fail(*, job: Job, failed: ReplicaAttempt) -> None:
@@ -68,50 +68,46 @@ def _retry_or_fail(*, job: Job, failed: ReplicaAttempt) -> None:
     what = {
         "index": failed.replica.index,
         "attempt": job.attempt,
-        "reason": failed.reason,
         "used": failures,
         "retries": job.max_retries,
     }
+    code = "retry_all" if job.replicas > 1 else "retry"
     if failures > job.max_retries:
-        _finish(
-            job,
-            Job.State.FAILED,
-            _("Replica %(index)d failed on attempt %(attempt)d (no retries left): %(reason)s")
-            % what,
-        )
-        return
-    reason = (
-        _(
-            "Replica %(index)d failed on attempt %(attempt)d; restarting every replica "
-            "(retry %(used)d of %(retries)d): %(reason)s"
-        )
-        if job.replicas > 1
-        else _(
-            "Replica %(index)d failed on attempt %(attempt)d; restarting it "
-            "(retry %(used)d of %(retries)d): %(reason)s"
-        )
-    )
-    _restart_in_place(job=job, reason=reason % what)
+        code = "failed"
+    reason = failed.reason_value
+    exited = _exit_of(reason)
+    if exited is None:
+        reason = Reason(code, {**what, "reason": reason})
+    else:
+        # The user's error first: the exit and the log's last lines lead the job's reason.
+        reason = Reason(f"{code}.exited", {**what, **exited.params})
+    if code == "failed":
+        _finish(job, Job.State.FAILED, reason)
+    else:
+        _restart_in_place(job=job, reason=reason)
+
+
+def _exit_of(reason: Reason) -> Reason | None:
+    """The program's exit in an attempt's reason (local, or inside Slurm's), if it says one."""
+    if reason.code == "exited":
+        return reason
+    detail = reason.params.get("detail")
+    if reason.code == "slurm.ended" and isinstance(detail, dict | Reason):
+        detail = Reason.of(detail)
+        return detail if detail.code == "exited" else None
+    return None
 
 
 def _replace_or_fail(*, job: Job, lost: ReplicaAttempt) -> None:
-    what = {"index": lost.replica.index, "node": lost.node.name, "reason": lost.reason}
+    what = {"index": lost.replica.index, "node": lost.node.name, "reason": lost.reason_value}
     if _tries_with(job, platform_fault=True) > MAX_PLATFORM_RESTARTS:
-        _finish(
-            job,
-            Job.State.FAILED,
-            _("Replica %(index)d was lost on node %(node)s too many times: %(reason)s") % what,
-        )
+        _finish(job, Job.State.FAILED, Reason("lost.final", what))
         return
     # The next try gets a new attempt number here; the scheduler keeps it when it places the job.
     job_transition_and_release(
         job=job,
         to_state=Job.State.RESOURCE_WAIT,
-        reason=_(
-            "Replica %(index)d was lost with node %(node)s (%(reason)s); waiting for resources "
-            "to restart every replica elsewhere."
-        )
-        % what,
+        reason=Reason("lost", what),
         attempt=job.attempt + 1,
     )
 
@@ -124,7 +120,7 @@ def _tries_with(job: Job, *, platform_fault: bool) -> int:
     return ended.values("number").distinct().count()
 
 
-def _restart_in_place(*, job: Job, reason: str) -> None:
+def _restart_in_place(*, job: Job, reason: Reason) -> None:
     from jobs.services.transitions import job_transition
 
     from .launch import job_launch
@@ -135,11 +131,11 @@ def _restart_in_place(*, job: Job, reason: str) -> None:
         transaction.on_commit(lambda: job_launch(job_id))
 
 
-def _finish(job: Job, state: str, reason: str) -> None:
+def _finish(job: Job, state: str, reason: Reason) -> None:
     job_transition_and_release(job=job, to_state=state, reason=reason)
 
 
-def job_transition_and_release(*, job: Job, to_state: str, reason: str, **fields) -> None:
+def job_transition_and_release(*, job: Job, to_state: str, reason: Reason, **fields) -> None:
     """Leave the active states and give back the nodes, cards and ports (same transaction)."""
     from jobs.scheduler.release import job_release
     from jobs.services.transitions import job_transition
@@ -151,10 +147,8 @@ def job_transition_and_release(*, job: Job, to_state: str, reason: str, **fields
 def _stop_peers(*, job: Job, peers: list[ReplicaAttempt], cause: ReplicaAttempt) -> None:
     from .executors import executor_for
 
-    reason = _("Replica %(index)d ended (%(state)s); stopping the other replicas.") % {
-        "index": cause.replica.index,
-        "state": cause.get_state_display(),
-    }
+    state = Reason(f"attempt.{cause.state}")
+    reason = Reason("stopped.peer", {"index": cause.replica.index, "state": state})
     by_executor: dict[str, list[int]] = {}
     for peer in peers:
         by_executor.setdefault(peer.node.executor, []).append(peer.pk)

@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from jobs.models import Job, JobEvent, JobPort
 from jobs.models.job import MAX_PORT, MAX_PORTS_PER_JOB, MIN_PORT
+from trainyard.reasons import Reason
 
 
 def port_errors(ports: list) -> list[str]:
@@ -57,16 +58,16 @@ def job_ports_update(*, job: Job, ports: list, actor: AbstractBaseUser) -> Job:
             JobPort.objects.bulk_create(
                 [JobPort(job=job, port=port) for port in wanted if port not in before]
             )
-            JobEvent.objects.create(
+            changed = {
+                "user": actor.get_username(),
+                "before": ", ".join(map(str, before)) or "—",
+                "after": ", ".join(map(str, wanted)) or "—",
+            }
+            JobEvent.build(
                 job=job,
                 from_state=job.state,
                 to_state=job.state,
-                reason=_("Ports changed by %(user)s: %(before)s → %(after)s")
-                % {
-                    "user": actor.get_username(),
-                    "before": ", ".join(map(str, before)) or "—",
-                    "after": ", ".join(map(str, wanted)) or "—",
-                },
+                reason=Reason("ports.changed", changed),
                 data={"ports_before": before, "ports_after": wanted},
-            )
+            ).save()
     return job

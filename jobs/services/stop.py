@@ -6,9 +6,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from jobs.models import Job, JobEvent
+from trainyard.reasons import Reason
 
 from .hooks import schedule_soon
 from .transitions import job_transition
@@ -17,11 +17,16 @@ from .transitions import job_transition
 STOP_REQUESTED_BY = "stop_requested_by"
 
 
-def job_stop(*, job: Job, reason: str = "", actor: AbstractBaseUser | None = None) -> Job:
+def job_stop(
+    *, job: Job, reason: Reason | str | None = None, actor: AbstractBaseUser | None = None
+) -> Job:
     """Stop ``job``; a finished job is left as it is."""
-    reason = reason or (
-        _("Stopped by %(user)s") % {"user": actor.get_username()} if actor else _("Stopped")
-    )
+    if reason:
+        reason = Reason.of(reason)
+    elif actor:
+        reason = Reason("stopped.by", {"user": actor.get_username()})
+    else:
+        reason = Reason("stopped")
     requested_by = {STOP_REQUESTED_BY: actor.pk} if actor else {}
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job.pk)
@@ -32,13 +37,13 @@ def job_stop(*, job: Job, reason: str = "", actor: AbstractBaseUser | None = Non
             Job.objects.filter(pk=job.pk).update(stop_requested_at=timezone.now())
             job.stop_requested_at = timezone.now()
             if actor:
-                JobEvent.objects.create(
+                JobEvent.build(
                     job=job,
                     from_state=job.state,
                     to_state=job.state,
-                    reason=_("Stop requested by %(user)s") % {"user": actor.get_username()},
+                    reason=Reason("stop.requested", {"user": actor.get_username()}),
                     data=requested_by,
-                )
+                ).save()
             job_id = job.pk
             transaction.on_commit(lambda: _stop_active(job_id, reason))
     return job
@@ -55,7 +60,7 @@ def stop_requester(*, job: Job) -> AbstractBaseUser | None:
     return get_user_model().objects.filter(pk=event.data[STOP_REQUESTED_BY]).first()
 
 
-def _stop_active(job_id: int, reason: str) -> None:
+def _stop_active(job_id: int, reason: Reason) -> None:
     from jobs.execution.launch import job_stop_attempts
 
     job_stop_attempts(job_id=job_id, reason=reason)

@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 from jobs.estimates.expected import expected_seconds
 from jobs.estimates.rules import template_errors
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
+from trainyard.reasons import Reason
 
 from .admission import request_admission
 from .hooks import schedule_soon
@@ -81,7 +82,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         max_retries=job_input.max_retries,
         priority=job_input.priority,
         state=Job.State.QUOTA_WAIT,
-        state_reason=_("Queued; waiting for the scheduler"),
+        **Job.reason_fields(Reason("queued")),
     )
     # Every related row was resolved from the input above, and the database's own
     # CHECK and foreign-key constraints refuse anything else: asking it again for each
@@ -100,10 +101,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
     job.expected_seconds = expected_seconds(job)
     if job.expected_seconds is not None:
         Job.objects.filter(pk=job.pk).update(expected_seconds=job.expected_seconds)
-    JobEvent.objects.create(
-        job=job,
-        to_state=job.state,
-        reason=_("Submitted by %(user)s; waiting for the scheduler")
-        % {"user": user.get_username()},
-    )
+    JobEvent.build(
+        job=job, to_state=job.state, reason=Reason("submitted", {"user": user.get_username()})
+    ).save()
     return job

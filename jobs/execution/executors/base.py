@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from trainyard.reasons import Reason
+
 
 class Executor(Protocol):
     """Starts and stops replica attempts on nodes; never waits on a training run.
@@ -19,5 +21,5 @@ class Executor(Protocol):
     def start_attempts(self, attempt_ids: list[int]) -> None:
         """Start these attempts (all replicas of one job attempt, for a gang)."""
 
-    def stop_attempts(self, attempt_ids: list[int], *, reason: str) -> None:
+    def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
         """TERM, a grace period, then KILL; the attempts end as stopped."""

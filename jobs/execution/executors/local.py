@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import current_app
 
 from jobs.models import ReplicaAttempt
+from trainyard.reasons import Reason
 
 
 class LocalExecutor:
@@ -16,10 +17,12 @@ class LocalExecutor:
                 "jobs.agent.start_attempt", args=[attempt_id], queue=f"node.{node_name}"
             )
 
-    def stop_attempts(self, attempt_ids: list[int], *, reason: str) -> None:
+    def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
         for attempt_id, node_name in _nodes_of(attempt_ids):
             current_app.send_task(
-                "jobs.agent.stop_attempt", args=[attempt_id, reason], queue=f"node.{node_name}"
+                "jobs.agent.stop_attempt",
+                args=[attempt_id, Reason.of(reason).as_json()],
+                queue=f"node.{node_name}",
             )
 
 

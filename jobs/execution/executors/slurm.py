@@ -6,6 +6,8 @@ that stops a job never waits on a Slurm controller that is slow to answer.
 
 from __future__ import annotations
 
+from trainyard.reasons import Reason
+
 
 class SlurmExecutor:
     name = "slurm"
@@ -15,7 +17,7 @@ class SlurmExecutor:
 
         slurm_submit.delay(list(attempt_ids))
 
-    def stop_attempts(self, attempt_ids: list[int], *, reason: str) -> None:
+    def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
         from jobs.execution.slurm.tasks import slurm_stop
 
-        slurm_stop.delay(list(attempt_ids), str(reason))
+        slurm_stop.delay(list(attempt_ids), Reason.of(reason).as_json())

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from jobs.environment import (
     JobPaths,
@@ -25,6 +24,7 @@ from jobs.environment import (
 from jobs.execution.files import replica_output_dir
 from jobs.execution.report import attempt_ended
 from jobs.models import Job, PortAllocation, ReplicaAttempt
+from trainyard.reasons import Reason
 
 from . import limits, network, sandbox
 from .folder import AttemptFolder
@@ -33,19 +33,19 @@ from .script import command_script
 GIB = 1024 * 1024 * 1024
 
 
-def attempt_refusal(attempt: ReplicaAttempt, folder: AttemptFolder) -> str | None:
-    """Why this attempt must not start (already ended, superseded, stopped), or None."""
+def attempt_refusal(attempt: ReplicaAttempt, folder: AttemptFolder) -> Reason | str | None:
+    """Why this attempt must not start (superseded, stopped), "" if it ended, or None."""
     job = attempt.replica.job
     if attempt.state != ReplicaAttempt.State.PENDING:
         return ""
     if job.stop_requested_at or folder.exists("stop"):
-        return _("Stopped before it started.")
+        return Reason("stopped.unstarted")
     if attempt.number != job.attempt or job.state not in Job.ACTIVE_STATES:
-        return _("Superseded before it started.")
+        return Reason("superseded")
     return None
 
 
-def end_unstarted(attempt: ReplicaAttempt, reason: str) -> None:
+def end_unstarted(attempt: ReplicaAttempt, reason: Reason | str) -> None:
     if reason:
         attempt_ended(
             attempt_id=attempt.pk,
@@ -237,9 +237,9 @@ def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> 
 
 
 def fail_missing_inputs(folder: AttemptFolder, attempt: ReplicaAttempt, missing: list[str]) -> None:
-    message = _("Missing on the node: %(items)s") % {"items": "; ".join(missing)}
+    message = Reason("missing", {"items": "; ".join(missing)})
     with folder.log.open("a") as log:
-        log.write(f"[trainyard] {message}\n")
+        log.write(f"[trainyard] {message.english}\n")
     attempt_ended(
         attempt_id=attempt.pk,
         state=ReplicaAttempt.State.FAILED,
@@ -248,7 +248,7 @@ def fail_missing_inputs(folder: AttemptFolder, attempt: ReplicaAttempt, missing:
     )
 
 
-def fail_to_prepare(attempt: ReplicaAttempt, reason: str) -> None:
+def fail_to_prepare(attempt: ReplicaAttempt, reason: Reason) -> None:
     """The node, not the job, is at fault: the job is placed again (see ``settle.py``)."""
     attempt_ended(
         attempt_id=attempt.pk,

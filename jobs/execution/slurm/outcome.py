@@ -26,11 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
-
 from jobs.execution.replica.failure import isolation_refusal, storage_reason
 from jobs.models import ReplicaAttempt
+from trainyard.reasons import Reason
 
 from .cli import SlurmJob
 
@@ -76,7 +74,7 @@ class ReplicaRecord:
 class Outcome:
     state: str
     exit_code: int | None
-    reason: str
+    reason: Reason
     platform_fault: bool = False
 
 
@@ -89,59 +87,40 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
         return Outcome(State.FAILED, exit_code, reason, platform_fault=True)
     if record.stop:
         # What Trainyard asked for, in its own words, as the local agent reports it.
-        return Outcome(record.stop["kind"], exit_code, record.stop["reason"])
+        return Outcome(record.stop["kind"], exit_code, Reason.of(record.stop["reason"]))
     if record.storage:
         return Outcome(State.FAILED, exit_code, storage_reason(record.storage))
     state, detail, platform_fault = _classify(slurm_job, record, attempt, exit_code)
-    reason = _("Slurm job %(id)s ended %(state)s. %(detail)s") % {
-        "id": slurm_job.job_id,
-        "state": slurm_job.state,
-        "detail": detail,
-    }
+    reason = Reason(
+        "slurm.ended", {"id": slurm_job.job_id, "state": slurm_job.state, "detail": detail}
+    )
     return Outcome(state, exit_code, reason, platform_fault)
 
 
-def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, str, bool]:
+def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, Reason, bool]:
     if slurm_job.state in TIMED_OUT:
         return State.TIMED_OUT, max_runtime_reason(attempt.replica.job.max_runtime_minutes), False
     if slurm_job.state == VANISHED:
-        detail = _(
-            "Slurm no longer knows the job and its replica left no exit status; "
-            "it is not counted against the job."
-        )
-        return State.LOST, detail, True
+        return State.LOST, Reason("slurm.vanished"), True
     if slurm_job.state in PLATFORM_FAULTS:
-        detail = _("Slurm lost the job (%(state)s); it is not counted against the job.") % {
-            "state": slurm_job.state
-        }
-        return State.LOST, detail, True
+        return State.LOST, Reason("slurm.lost", {"state": slurm_job.state}), True
     if slurm_job.state == "OUT_OF_MEMORY":
-        detail = _("The replica ran out of its %(memory)d MiB of memory.") % {
-            "memory": attempt.replica.job.memory_mib
-        }
+        detail = Reason("slurm.oom", {"memory": attempt.replica.job.memory_mib})
         return State.FAILED, detail, False
     if slurm_job.state == "CANCELLED":
-        return State.STOPPED, _("Cancelled in Slurm."), False
+        return State.STOPPED, Reason("slurm.cancelled"), False
     if record.exit is None and record.peer_failed is not None:
-        detail = _("Stopped with its peers after replica %(index)d failed.") % {
-            "index": record.peer_failed
-        }
-        return State.STOPPED, detail, False
+        return State.STOPPED, Reason("slurm.peer", {"index": record.peer_failed}), False
     if exit_code == 0 and slurm_job.state == "COMPLETED":
-        return State.SUCCEEDED, _("Exited with code 0."), False
+        return State.SUCCEEDED, Reason("exit.ok"), False
     return State.FAILED, _failure_detail(record, exit_code), False
 
 
-def max_runtime_reason(minutes: int | None) -> str:
-    minutes = minutes or 0
-    return ngettext(
-        "Max run time of %(minutes)d minute exceeded.",
-        "Max run time of %(minutes)d minutes exceeded.",
-        minutes,
-    ) % {"minutes": minutes}
+def max_runtime_reason(minutes: int | None) -> Reason:
+    return Reason("timeout", {"minutes": minutes or 0})
 
 
-def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> str:
+def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> Reason:
     from jobs.execution.replica.failure import exited_reason
 
     summary = record.exit["summary"] if record.exit else describe_exit(exit_code)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder
@@ -41,6 +40,7 @@ from jobs.execution.report import attempt_ended
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.transitions import job_transition
 from resources.models import SiteSettings, SlurmGpuType
+from trainyard.reasons import Reason
 
 from . import cli
 from .scripts import (
@@ -141,7 +141,7 @@ def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> st
     try:
         return cli.submit(argv=plan["argv"], script=plan["script"], env=plan["env"])
     except cli.SlurmRefused as error:
-        reason = _("Slurm refused the job: %(message)s") % {"message": str(error)}
+        reason = Reason("slurm.refused", {"message": str(error)})
         for attempt in group:
             attempt_ended(
                 attempt_id=attempt.pk, state=State.FAILED, ended_at=timezone.now(), reason=reason
@@ -268,12 +268,12 @@ def _note_waiting(job_id: int, error: Exception) -> None:
         job_transition(
             job=job,
             to_state=Job.State.STARTING,
-            reason=_("Waiting for the Slurm controller to answer; Trainyard keeps trying."),
+            reason=Reason("slurm.unreachable"),
             data={"slurm_error": str(error)[:500]},
         )
 
 
-def stop_attempts(attempt_ids: list[int], *, reason: str, kind: str = State.STOPPED) -> None:
+def stop_attempts(attempt_ids: list[int], *, reason: Reason, kind: str = State.STOPPED) -> None:
     """Ask Slurm to stop these attempts: TERM now, KILL after the grace (the tracker sends it).
 
     Attempts not submitted yet end at once; the stop is remembered in each
@@ -297,14 +297,14 @@ def stop_attempts(attempt_ids: list[int], *, reason: str, kind: str = State.STOP
         send_stop(signalled, immediate=not grace)
 
 
-def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: str, grace: timedelta) -> dict:
+def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: Reason, grace: timedelta) -> dict:
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     stop = folder.read("stop")
     if stop is None:
         now = timezone.now()
         stop = {
             "kind": str(kind),
-            "reason": reason,
+            "reason": Reason.of(reason).as_json(),
             "requested_at": now.isoformat(),
             "kill_at": (now + grace).isoformat(),
         }

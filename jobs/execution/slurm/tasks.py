@@ -14,10 +14,12 @@ def slurm_submit(attempt_ids: list[int]) -> None:
 
 
 @shared_task(name="jobs.slurm.stop", ignore_result=True)
-def slurm_stop(attempt_ids: list[int], reason: str) -> None:
+def slurm_stop(attempt_ids: list[int], reason: dict | str) -> None:
+    from trainyard.reasons import Reason
+
     from .submit import stop_attempts
 
-    stop_attempts(attempt_ids, reason=reason)
+    stop_attempts(attempt_ids, reason=Reason.of(reason))
 
 
 @shared_task(name="jobs.slurm.track", ignore_result=True)

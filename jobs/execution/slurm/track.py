@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from jobs.execution.nodes import node_cannot_isolate
 from jobs.execution.replica import keeper
@@ -38,6 +37,7 @@ from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.transitions import job_transition
 from resources.models import Node, SiteSettings
+from trainyard.reasons import Reason
 
 from . import cli
 from .outcome import (
@@ -221,11 +221,8 @@ def _observe(
 
 
 def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
-    reason = _("Slurm job %(id)s is waiting in Slurm's queue (%(reason)s).") % {
-        "id": slurm_job.job_id,
-        "reason": slurm_job.reason or "-",
-    }
-    if job.state == Job.State.STARTING and job.state_reason != reason:
+    reason = Reason("slurm.queued", {"id": slurm_job.job_id, "reason": slurm_job.reason or "-"})
+    if job.state == Job.State.STARTING and job.state_reason != reason.english:
         job_transition(job=job, to_state=Job.State.STARTING, reason=reason)
 
 
