@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from resources.describe import describe_request
 from resources.request import ResourceRequest
 
-from .environment import environment_input_for_job, job_environment
+from .environment import environment_input_for_job, job_environment, shown_environment
 from .estimates.job_times import job_times
 from .forms import parse_ports
 from .models import Job, PortAllocation
@@ -51,7 +51,7 @@ def detail_context(job: Job, **extra) -> dict:
         .select_related("replica__node")
         .order_by("job_port", "replica__index"),
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
-        "environment": job_environment(environment_input_for_job(job)),
+        "environment": shown_environment(job_environment(environment_input_for_job(job))),
         "events": job_events(job),
         "times": job_times(job=job),
         # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.

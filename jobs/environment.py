@@ -8,8 +8,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext as _
+
 SANDBOX_ROOT = "/trainyard"
+# The placeholder in the builder's result; pages show ``unknown_value()`` in its place.
 UNKNOWN = "<assigned at start>"
+
+
+def unknown_value():
+    """The placeholder as the reader reads it."""
+    return _("<assigned at start>")
+
+
+def shown_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a page: placeholders in the reader's language."""
+    return {name: unknown_value() if value == UNKNOWN else value for name, value in env.items()}
 
 
 @dataclass(frozen=True)

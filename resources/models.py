@@ -489,6 +489,8 @@ class CardAllocation(models.Model):
     memory_mib = models.PositiveIntegerField()
 
     class Meta:
+        verbose_name = _("card allocation")
+        verbose_name_plural = _("card allocations")
         constraints = [
             models.CheckConstraint(
                 condition=Q(compute_percent__gte=1, compute_percent__lte=100),

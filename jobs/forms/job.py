@@ -19,7 +19,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import prefetch_related_objects
 from django.utils.translation import gettext_lazy as _
 
-from jobs.environment import EnvironmentInput, job_environment
+from jobs.environment import EnvironmentInput, job_environment, shown_environment
 from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
@@ -379,19 +379,21 @@ class JobForm(forms.Form):
         if request is None:
             return None
         ports = tuple(p for p in parse_ports(self.value("ports") or "") if isinstance(p, int))
-        return job_environment(
-            EnvironmentInput(
-                job_id=None,
-                replicas=request.replicas,
-                distributed=self.distributed,
-                kind=request.kind,
-                gpu_count=request.gpu_count,
-                card_memory_mib=request.gpu_model.card_memory_mib if request.gpu_model else None,
-                vgpu_compute_percent=request.vgpu_compute_percent,
-                vgpu_memory_mib=request.vgpu_memory_mib,
-                dataset_count=len(self.value("datasets") or []),
-                pretrained_count=len(self.value("pretrained_models") or []),
-                ports=tuple(sorted(set(ports))),
+        return shown_environment(
+            job_environment(
+                EnvironmentInput(
+                    job_id=None,
+                    replicas=request.replicas,
+                    distributed=self.distributed,
+                    kind=request.kind,
+                    gpu_count=request.gpu_count,
+                    card_memory_mib=request.gpu_model.card_memory_mib if request.gpu_model else None,
+                    vgpu_compute_percent=request.vgpu_compute_percent,
+                    vgpu_memory_mib=request.vgpu_memory_mib,
+                    dataset_count=len(self.value("datasets") or []),
+                    pretrained_count=len(self.value("pretrained_models") or []),
+                    ports=tuple(sorted(set(ports))),
+                )
             )
         )
 

@@ -229,6 +229,8 @@ class JobDataset(models.Model):
     position = models.PositiveSmallIntegerField()
 
     class Meta:
+        verbose_name = _("job dataset")
+        verbose_name_plural = _("job datasets")
         ordering = ["job", "position"]
         constraints = [
             models.UniqueConstraint(fields=["job", "position"], name="job_dataset_position"),
@@ -245,6 +247,8 @@ class JobPretrainedModel(models.Model):
     position = models.PositiveSmallIntegerField()
 
     class Meta:
+        verbose_name = _("job pretrained model")
+        verbose_name_plural = _("job pretrained models")
         ordering = ["job", "position"]
         constraints = [
             models.UniqueConstraint(fields=["job", "position"], name="job_pretrained_position"),
@@ -262,6 +266,8 @@ class JobPort(models.Model):
     port = models.PositiveIntegerField(_("port"))
 
     class Meta:
+        verbose_name = _("job port")
+        verbose_name_plural = _("job ports")
         ordering = ["job", "port"]
         constraints = [
             models.UniqueConstraint(fields=["job", "port"], name="job_port_unique"),

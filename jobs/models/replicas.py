@@ -138,6 +138,8 @@ class PortAllocation(models.Model):
     host_port = models.PositiveIntegerField(unique=True)
 
     class Meta:
+        verbose_name = _("port allocation")
+        verbose_name_plural = _("port allocations")
         ordering = ["replica", "job_port"]
         constraints = [
             models.CheckConstraint(
