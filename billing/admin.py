@@ -20,7 +20,11 @@ class AccountEventInline(admin.TabularInline):
     model = AccountEvent
     extra = 0
     can_delete = False
-    readonly_fields = ["created_at", "actor", "kind", "message"]
+    fields = readonly_fields = ["created_at", "actor", "kind", "shown_message"]
+
+    @admin.display(description=_("message"))
+    def shown_message(self, event: AccountEvent) -> str:
+        return event.text
 
 
 @admin.register(Account)

@@ -9,6 +9,8 @@ cent rounding would turn into nothing); totals are exact sums of the rows and
 pages show them to the cent. See ``docs/billing.md``.
 """
 
+from __future__ import annotations
+
 from datetime import datetime
 from decimal import ROUND_DOWN, Decimal
 
@@ -18,6 +20,7 @@ from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from resources.models import GpuModel
+from trainyard.reasons import Reason, reason_text
 
 from .formatting import GrantFigures, grant_figures
 
@@ -80,10 +83,29 @@ class AccountEvent(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     kind = models.CharField(max_length=32)
-    message = models.TextField()
+    message = models.TextField()  # in English; ``text`` is in the reader's language
+    message_code = models.CharField(max_length=32, blank=True)
+    message_params = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = _("account event")
+        verbose_name_plural = _("account events")
+
+    @property
+    def text(self) -> str:
+        """The message in the active language (the stored English for a row without a code)."""
+        return reason_text(self.message_code, self.message_params, self.message)
+
+    @classmethod
+    def build(cls, *, message: Reason, **fields) -> AccountEvent:
+        """An unsaved event with ``message``'s code, parameters and English text."""
+        return cls(
+            message=message.english,
+            message_code=message.code,
+            message_params=message.json_params,
+            **fields,
+        )
 
 
 class FreeGrant(models.Model):

@@ -70,7 +70,9 @@ def test_one_word_for_job_and_the_polite_register():
     assert wrong == []
 
 
-@pytest.mark.parametrize("app_label", ["axes", "resources", "jobs", "notifications", "auth"])
+@pytest.mark.parametrize(
+    "app_label", ["axes", "resources", "jobs", "billing", "notifications", "auth"]
+)
 def test_model_names_are_chinese_in_the_admin(app_label):
     with translation.override("zh-hans"):
         untranslated = [

@@ -97,6 +97,9 @@ MESSAGES = {
         "(%(used)s of %(grant)s card-hours)."
     ),
     "ports.changed": _("Ports changed by %(user)s: %(before)s → %(after)s"),
+    # An account's audit lines (billing/services/accounts.py).
+    "billing.enabled": _("Billing enabled by %(actor)s"),
+    "billing.disabled": _("Billing disabled by %(actor)s"),
     # How a replica ended (jobs/execution/replica/failure.py, the executors).
     "exit.ok": _("Exited with code 0."),
     "exit.succeeded": _("Every replica exited with code 0."),
@@ -292,6 +295,8 @@ EXAMPLES = {
     "free_used_up": {"model": "P4", "grant": "100"},
     "free_used": {"percent": 80, "model": "P4", "used": "80", "grant": "100"},
     "ports.changed": {"user": "张三", "before": "8080", "after": "8080, 6006"},
+    "billing.enabled": {"actor": "张三"},
+    "billing.disabled": {"actor": "张三"},
     "exit.ok": {},
     "exit.succeeded": {},
     "exit.code": {"code": 1},

@@ -3,12 +3,12 @@
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from billing.models import Account, AccountEvent, FreeGrant, model_is_free_tier
 from jobs.models import Job
 from jobs.services.stop import job_stop
 from resources.models import GpuModel, SiteSettings
+from trainyard.reasons import Reason
 
 
 def account_for_user(*, user: AbstractBaseUser) -> Account:
@@ -38,12 +38,12 @@ def account_enable_billing(*, account: Account, actor: AbstractBaseUser) -> None
         locked.billing_enabled_at = timezone.now()
         locked.billing_enabled_by = actor
         locked.save(update_fields=["billing_enabled", "billing_enabled_at", "billing_enabled_by"])
-        AccountEvent.objects.create(
+        AccountEvent.build(
             account=locked,
             actor=actor,
             kind="billing_enabled",
-            message=_("Billing enabled by %(actor)s") % {"actor": actor},
-        )
+            message=Reason("billing.enabled", {"actor": actor.get_username()}),
+        ).save()
 
 
 def account_disable_billing(*, account: Account, actor: AbstractBaseUser) -> list[Job]:
@@ -63,10 +63,10 @@ def account_disable_billing(*, account: Account, actor: AbstractBaseUser) -> lis
         locked.billing_disabled_at = timezone.now()
         locked.billing_disabled_by = actor
         locked.save(update_fields=["billing_enabled", "billing_disabled_at", "billing_disabled_by"])
-        message = _("Billing disabled by %(actor)s") % {"actor": actor}
-        AccountEvent.objects.create(
+        message = Reason("billing.disabled", {"actor": actor.get_username()})
+        AccountEvent.build(
             account=locked, actor=actor, kind="billing_disabled", message=message
-        )
+        ).save()
         stopped = jobs_needing_billing(account=locked)
         for job in stopped:
             job_stop(job=job, reason=message, actor=actor)

@@ -79,11 +79,9 @@ def grant_consequences(*, account: Account, grants: GrantUse) -> None:
                 free_grant_crossed(grant_id=grant.pk, percent=percent)
         used_up = grant.is_used_up
         if used_up and before < after:
-            AccountEvent.objects.create(
-                account=account,
-                kind="free_used_up",
-                message=grants.used_up_reason(model_id).english,
-            )
+            AccountEvent.build(
+                account=account, kind="free_used_up", message=grants.used_up_reason(model_id)
+            ).save()
         # Checked on every run that used the model: a job queued before the grant ran
         # out and started since is stopped too.
         if used_up and not account.billing_enabled and job_ids:
@@ -100,9 +98,7 @@ def _warn(account: Account, grant: FreeGrant, percent: int, job_ids: set[int]) -
             "grant": hours_text(grant.card_hours),
         },
     )
-    AccountEvent.objects.create(
-        account=account, kind=f"free_used_{percent}", message=message.english
-    )
+    AccountEvent.build(account=account, kind=f"free_used_{percent}", message=message).save()
     JobEvent.objects.bulk_create(
         JobEvent.build(job_id=job_id, reason=message, data={"billing": f"free_used_{percent}"})
         for job_id in sorted(job_ids)

@@ -379,23 +379,22 @@ class JobForm(forms.Form):
         if request is None:
             return None
         ports = tuple(p for p in parse_ports(self.value("ports") or "") if isinstance(p, int))
-        return shown_environment(
-            job_environment(
-                EnvironmentInput(
-                    job_id=None,
-                    replicas=request.replicas,
-                    distributed=self.distributed,
-                    kind=request.kind,
-                    gpu_count=request.gpu_count,
-                    card_memory_mib=request.gpu_model.card_memory_mib if request.gpu_model else None,
-                    vgpu_compute_percent=request.vgpu_compute_percent,
-                    vgpu_memory_mib=request.vgpu_memory_mib,
-                    dataset_count=len(self.value("datasets") or []),
-                    pretrained_count=len(self.value("pretrained_models") or []),
-                    ports=tuple(sorted(set(ports))),
-                )
+        env = job_environment(
+            EnvironmentInput(
+                job_id=None,
+                replicas=request.replicas,
+                distributed=self.distributed,
+                kind=request.kind,
+                gpu_count=request.gpu_count,
+                card_memory_mib=request.gpu_model.card_memory_mib if request.gpu_model else None,
+                vgpu_compute_percent=request.vgpu_compute_percent,
+                vgpu_memory_mib=request.vgpu_memory_mib,
+                dataset_count=len(self.value("datasets") or []),
+                pretrained_count=len(self.value("pretrained_models") or []),
+                ports=tuple(sorted(set(ports))),
             )
         )
+        return shown_environment(env)
 
     def feasibility(self) -> Feasibility:
         """The feasibility check; input errors come back as reasons to fix first."""
