@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('resources', '0003_heartbeat_watch'),
+        ('resources', '0004_admin_sentences_and_units'),
     ]
 
     operations = [
