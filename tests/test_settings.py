@@ -37,7 +37,7 @@ def test_embedded_mode_uses_sqlite_and_file_broker(tmp_path):
     assert parsed["engine"] == "django.db.backends.sqlite3"
     assert parsed["broker"] == "filesystem://localhost//"
     assert parsed["cache"].endswith("LocMemCache")
-    assert parsed["debug"] is True
+    assert parsed["debug"] is False  # debug pages only with TRAINYARD_DEBUG=1
 
 
 def test_the_development_secret_key_is_readable_by_its_owner_only(tmp_path):
