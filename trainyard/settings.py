@@ -1,8 +1,9 @@
 """Trainyard settings, driven by environment variables.
 
-With nothing set, Trainyard runs embedded: SQLite and a file-system Celery
-broker under ``var/``, DEBUG on and a generated development key. Production
-sets ``DATABASE_URL``, ``REDIS_URL``, ``SECRET_KEY``, ``DEBUG=0`` and
+With nothing set, Trainyard runs embedded and local: SQLite and a file-system
+Celery broker under ``var/``, plain HTTP and a generated development key, and
+the site's own error pages (Django's debug pages only with ``TRAINYARD_DEBUG=1``).
+Production sets ``DATABASE_URL``, ``REDIS_URL``, ``SECRET_KEY``, ``DEBUG=0`` and
 ``ALLOWED_HOSTS``.
 """
 
@@ -21,12 +22,17 @@ VAR_DIR = Path(os.environ.get("TRAINYARD_VAR_DIR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-DEBUG = env_bool("DEBUG", True)
+# DEBUG=0 is production: HTTPS only, a SECRET_KEY of its own. Without it Trainyard runs
+# locally (`make run`, the tests): plain HTTP on this machine, a generated development key.
+LOCAL_RUN = env_bool("DEBUG", True)
+# Django's debug pages (a traceback, or every URL pattern on a 404) only when asked, and
+# never in production: a demo shows the site's own 404 and 500 pages (templates/).
+DEBUG = LOCAL_RUN and env_bool("TRAINYARD_DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    if not LOCAL_RUN:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG=0 (production).")
     # A development key, stable per checkout so sessions survive restarts.
     key_file = VAR_DIR / "dev-secret-key"
     if not key_file.exists():
@@ -41,6 +47,9 @@ if not SECRET_KEY:
     SECRET_KEY = key_file.read_text().strip()
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver")
+# `make run HOST=<address>` serves on that address: it is a name of this site too.
+if os.environ.get("HOST", "") not in ("", "0.0.0.0", "::", *ALLOWED_HOSTS):
+    ALLOWED_HOSTS.append(os.environ["HOST"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -229,7 +238,7 @@ EMAIL_TIMEOUT = 20
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Trainyard <trainyard@localhost>")
 # Links in emails start with this; the embedded run serves on the address below.
 TRAINYARD_BASE_URL = os.environ.get(
-    "TRAINYARD_BASE_URL", "http://127.0.0.1:8000" if DEBUG else ""
+    "TRAINYARD_BASE_URL", "http://127.0.0.1:8000" if LOCAL_RUN else ""
 ).rstrip("/")
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -274,20 +283,23 @@ STORAGES = {
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
+            if LOCAL_RUN
             else "whitenoise.storage.CompressedManifestStaticFilesStorage"
         )
     },
 }
 
-# Production hardening; each is relaxed only under DEBUG.
+# Locally (no collectstatic) WhiteNoise serves the apps' static folders as they are.
+WHITENOISE_USE_FINDERS = LOCAL_RUN
+
+# Production hardening; each is relaxed only for a local run.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
-SESSION_COOKIE_SECURE = not DEBUG
-CSRF_COOKIE_SECURE = not DEBUG
-SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if DEBUG else "31536000"))
-SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
-SECURE_HSTS_PRELOAD = not DEBUG
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not LOCAL_RUN)
+SESSION_COOKIE_SECURE = not LOCAL_RUN
+CSRF_COOKIE_SECURE = not LOCAL_RUN
+SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if LOCAL_RUN else "31536000"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not LOCAL_RUN
+SECURE_HSTS_PRELOAD = not LOCAL_RUN
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
