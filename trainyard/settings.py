@@ -8,6 +8,8 @@ Production sets ``DATABASE_URL``, ``REDIS_URL``, ``SECRET_KEY``, ``DEBUG=0`` and
 """
 
 import os
+import re
+import warnings
 from datetime import timedelta
 from pathlib import Path
 
@@ -289,8 +291,11 @@ STORAGES = {
     },
 }
 
-# Locally (no collectstatic) WhiteNoise serves the apps' static folders as they are.
+# Locally (no collectstatic) WhiteNoise serves the apps' static folders as they are, and
+# would warn at every start that STATIC_ROOT, which only collectstatic makes, is missing.
 WHITENOISE_USE_FINDERS = LOCAL_RUN
+if LOCAL_RUN:
+    warnings.filterwarnings("ignore", message=re.escape(f"No directory at: {STATIC_ROOT}"))
 
 # Production hardening; each is relaxed only for a local run.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
