@@ -1,3 +1,5 @@
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -72,8 +74,28 @@ class GpuCardInline(UnitFieldsMixin, admin.TabularInline):
         return exact_gib(card.memory_allocated_mib)
 
 
+class NodeForm(forms.ModelForm):
+    """Makes a node a Slurm node only where Slurm is configured: elsewhere beat sends no Slurm
+    task and nothing would track its jobs. A node already on Slurm stays editable."""
+
+    def clean_executor(self) -> str:
+        executor = self.cleaned_data["executor"]
+        becomes_slurm = executor == Node.Executor.SLURM and (
+            self.initial.get("executor") != Node.Executor.SLURM
+        )
+        if becomes_slurm and not settings.TRAINYARD_SLURM_ENABLED:
+            raise forms.ValidationError(
+                _(
+                    "Slurm is not configured here: start Trainyard with TRAINYARD_SLURM=1 (and the "
+                    "TRAINYARD_SLURM_* settings) first, or nothing would track this node's jobs."
+                )
+            )
+        return executor
+
+
 @admin.register(Node)
 class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
+    form = NodeForm
     list_display = [
         "name",
         "executor",
