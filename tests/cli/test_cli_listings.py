@@ -94,3 +94,14 @@ def test_staff_list_every_job_with_all(server_cli, site, owner):
     owner.save(update_fields=["is_staff"])
     every = json.loads(server_cli("jobs", "--all", "--json").stdout)
     assert theirs.pk in [job["id"] for job in every["items"]]
+
+
+def test_show_says_where_to_connect(server_cli, settings, tmp_path, project, owner):
+    from tests.running_job import running_job
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
+    job = running_job(owner=owner, project=project).job
+    shown = server_cli("show", str(job.pk))
+    assert shown.returncode == 0, shown.stderr
+    assert "Connect:" in shown.stdout
+    assert "  8080 → 10.0.0.5:40123 (replica 0 on gpu-a)" in shown.stdout
