@@ -22,7 +22,7 @@ from resources.ratios import mib_to_gib, milli_to_cores
 from trainyard.api_pagination import Pagination
 
 from .models import Job, JobEvent
-from .selectors import jobs_for_user, jobs_user_may_operate
+from .selectors import job_connect_points, jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
 from .services.stop import job_stop
@@ -173,8 +173,24 @@ class JobEventOut(Schema):
         return event.text
 
 
+class ConnectOut(Schema):
+    """Where others reach an open port while the job is placed: ``host``:``host_port``."""
+
+    port: int
+    replica: int
+    node: str
+    host: str
+    host_port: int
+
+
 class JobDetailOut(JobOut):
     events: list[JobEventOut]
+    # Empty until the job is placed, and again once it has released its host ports.
+    connect: list[ConnectOut]
+
+    @staticmethod
+    def resolve_connect(job: Job) -> list[dict]:
+        return job_connect_points(job)
 
     @staticmethod
     def resolve_events(job: Job) -> list:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
@@ -12,11 +14,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from resources.describe import describe_request
 from resources.request import ResourceRequest
 
-from .environment import environment_input_for_job, job_environment, shown_environment
+from .environment import (
+    ReplicaPlacement,
+    environment_input_for_job,
+    job_environment,
+    shown_environment,
+)
 from .estimates.job_times import job_times
+from .execution.replica.prepare import replica_placement
 from .forms import parse_ports
-from .models import Job, PortAllocation
-from .selectors import jobs_user_may_operate
+from .models import Job, ReplicaAttempt
+from .selectors import job_connect_points, jobs_user_may_operate
 from .services.ports import job_ports_update
 from .services.stop import job_stop
 
@@ -47,17 +55,31 @@ def detail_context(job: Job, **extra) -> dict:
         ],
         "ports": ports,
         # Host ports are held while the job is placed; each open port is published there.
-        "published": PortAllocation.objects.filter(replica__job=job, job_port__isnull=False)
-        .select_related("replica__node")
-        .order_by("job_port", "replica__index"),
+        "published": job_connect_points(job),
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
-        "environment": shown_environment(job_environment(environment_input_for_job(job))),
+        "environment": shown_environment(
+            job_environment(environment_input_for_job(job), _placement(job))
+        ),
         "events": job_events(job),
         "times": job_times(job=job),
         # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.
         "unisolated": job.replica_set.filter(node__sandboxed=False).exists(),
         **extra,
     }
+
+
+def _placement(job: Job) -> ReplicaPlacement | None:
+    """What replica 0's latest attempt was given at start (ports, deadline), if it started."""
+    attempt = (
+        ReplicaAttempt.objects.filter(replica__job=job, replica__index=0)
+        .select_related("replica__job", "node")
+        .order_by("-number")
+        .first()
+    )
+    if attempt is None:
+        return None
+    deadline = int(attempt.deadline.timestamp()) if attempt.deadline else None
+    return replace(replica_placement(attempt), deadline_epoch=deadline)
 
 
 def job_events(job: Job) -> list:

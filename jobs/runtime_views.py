@@ -15,29 +15,50 @@ from .estimates.job_times import job_times
 from .execution.files import open_output_file, replica_output_dir
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
+    PAGE_LINE_CHOICES,
     attempt_log,
     attempt_log_file,
+    attempt_log_search,
     job_attempts,
     job_outputs,
     pick_attempt,
 )
 from .models import Job
 
+# The longest text the log search takes (what is longer is cut).
+MAX_SEARCH_CHARS = 200
+
 
 def runtime_context(job: Job, query: QueryDict) -> dict:
     attempts = job_attempts(job)
     replica, number = _int(query.get("replica")), _int(query.get("attempt"))
     shown = pick_attempt(attempts, replica=replica or 0, number=number)
+    lines = _int(query.get("lines"))
+    lines = lines if lines in PAGE_LINE_CHOICES else DEFAULT_TAIL_LINES
+    needle = query.get("log_q", "").strip()[:MAX_SEARCH_CHARS]
     # The state the page shows: a poll that finds another one refreshes the page's times too.
-    params = {"state": job.state}
+    params: dict = {"state": job.state}
     if shown:
         params.update(replica=shown.replica.index, attempt=shown.number)
+    # Polls ask for the log as the reader chose it: as many lines, the same search.
+    if lines != DEFAULT_TAIL_LINES:
+        params["lines"] = lines
+    if needle:
+        params["log_q"] = needle
+    search = attempt_log_search(shown, needle, lines=lines) if shown and needle else None
+    if search is not None:
+        log_text = "\n".join(search.lines)
+    else:
+        log_text = attempt_log(shown, lines=lines) if shown else ""
     return {
         "job": job,
         "attempts": attempts,
         "shown": shown,
-        "log_text": attempt_log(shown, lines=DEFAULT_TAIL_LINES) if shown else "",
-        "tail_lines": DEFAULT_TAIL_LINES,
+        "log_text": log_text,
+        "tail_lines": lines,
+        "line_choices": PAGE_LINE_CHOICES,
+        "log_q": needle,
+        "search": search,
         "outputs": job_outputs(job, attempts),
         # Polling stops with the job: a finished job's panel carries no trigger.
         "live": not job.is_finished,

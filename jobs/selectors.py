@@ -3,7 +3,7 @@
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
-from .models import Job, Project
+from .models import Job, PortAllocation, Project
 
 
 def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
@@ -22,3 +22,23 @@ def jobs_user_may_operate(*, user: AbstractBaseUser) -> QuerySet[Job]:
     if user.is_staff:
         return Job.objects.all()
     return jobs_for_user(user=user)
+
+
+def job_connect_points(job: Job) -> list[dict]:
+    """Where others reach each open port while the job is placed: the node's address and
+    the host port that publishes it, per replica (none once the job has released them)."""
+    allocations = (
+        PortAllocation.objects.filter(replica__job=job, job_port__isnull=False)
+        .select_related("replica__node")
+        .order_by("job_port", "replica__index")
+    )
+    return [
+        {
+            "port": row.job_port,
+            "replica": row.replica.index,
+            "node": row.replica.node.name,
+            "host": row.replica.node.address,
+            "host_port": row.host_port,
+        }
+        for row in allocations
+    ]

@@ -117,6 +117,11 @@ def job_details(job: dict) -> str:
     ]
     width = max(len(label) for label, _ in facts) + 1
     lines = [f"{label + ':':<{width}} {value}" for label, value in facts if value is not None]
+    if job.get("connect"):
+        lines += ["Connect:"] + [
+            f"  {c['port']} → {c['host']}:{c['host_port']} (replica {c['replica']} on {c['node']})"
+            for c in job["connect"]
+        ]
     lines += ["Command:", _indent(job["command"])]
     if job["augmentation_command"]:
         lines += ["Augmentation command:", _indent(job["augmentation_command"])]

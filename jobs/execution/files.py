@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,6 +75,40 @@ def log_tail(path: Path, *, lines: int) -> str:
     if found and position > 0 and len(found) == len(text.splitlines()):
         found[0] = CUT_MARK.format(count=f"{position:,}+") + found[0]
     return "\n".join(shown_line(line) for line in found)
+
+
+# What a search of a log reads at most (its end): a job controls how much it writes.
+SEARCH_READ_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LogSearch:
+    lines: list[str]  # the last matching lines, as a page shows them
+    count: int  # how many lines matched in what was read
+    partial: bool  # the log is longer than SEARCH_READ_BYTES: only its end was read
+
+
+def log_search(path: Path, needle: str, *, lines: int) -> LogSearch:
+    """The last ``lines`` lines of a log holding ``needle`` (any case), from its last
+    ``SEARCH_READ_BYTES`` at most."""
+    wanted = needle.casefold()
+    found: deque[str] = deque(maxlen=max(lines, 0))
+    count = 0
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(size - SEARCH_READ_BYTES, 0)
+            handle.seek(start)
+            if start:
+                handle.readline()  # a line cut by the window is not searched
+            for raw in handle:
+                line = raw.decode("utf-8", errors="replace").rstrip("\n")
+                if wanted in line.casefold():
+                    count += 1
+                    found.append(shown_line(line))
+    except FileNotFoundError:
+        return LogSearch([], 0, False)
+    return LogSearch(list(found), count, start > 0)
 
 
 def shown_line(line: str) -> str:

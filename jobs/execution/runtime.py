@@ -12,9 +12,11 @@ from jobs.models import Job, ReplicaAttempt
 from jobs.selectors import jobs_user_may_operate
 
 from .files import (
+    LogSearch,
     OutputFile,
     attempt_log_path,
     log_read,
+    log_search,
     log_tail,
     output_files,
     replica_output_dir,
@@ -22,6 +24,8 @@ from .files import (
 
 MAX_TAIL_LINES = 10_000
 DEFAULT_TAIL_LINES = 200
+# How many lines the job page offers to show (the download is whole).
+PAGE_LINE_CHOICES = (DEFAULT_TAIL_LINES, 1000, 5000, MAX_TAIL_LINES)
 # What one read from an offset returns at most (a follower asks again for the rest).
 LOG_READ_BYTES = 256 * 1024
 
@@ -46,6 +50,10 @@ def pick_attempt(
 
 def attempt_log(attempt: ReplicaAttempt, *, lines: int = DEFAULT_TAIL_LINES) -> str:
     return log_tail(attempt_log_path(attempt.node.name, attempt.pk), lines=lines)
+
+
+def attempt_log_search(attempt: ReplicaAttempt, needle: str, *, lines: int) -> LogSearch:
+    return log_search(attempt_log_path(attempt.node.name, attempt.pk), needle, lines=lines)
 
 
 def attempt_log_file(attempt: ReplicaAttempt):

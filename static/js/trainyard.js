@@ -51,4 +51,59 @@
       event.detail.shouldSwap = false;
     }
   });
+
+  // Controls that need this script are rendered hidden; show them once it runs.
+  function showScripted(root) {
+    var scripted = root.querySelectorAll ? root.querySelectorAll("[data-copy], #log-follow-box") : [];
+    Array.prototype.forEach.call(scripted, function (el) { el.hidden = false; });
+  }
+  document.addEventListener("DOMContentLoaded", function () { showScripted(document); });
+  document.addEventListener("htmx:load", function (event) { showScripted(event.target); });
+
+  // Copy buttons copy their data-copy text and say so (data-copied).
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-copy]");
+    if (!button) { return; }
+    var text = button.getAttribute("data-copy");
+    var said = function () {
+      button.textContent = button.getAttribute("data-copied") || button.textContent;
+    };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(said);
+    } else {  // plain http: the old way, through a selection
+      var area = document.createElement("textarea");
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      if (document.execCommand("copy")) { said(); }
+      area.remove();
+    }
+  });
+
+  // The job log follows its end while "Follow the log" is checked; unchecked, the reader's
+  // place in it is kept when the panel refreshes.
+  function following() {
+    var box = document.getElementById("log-follow");
+    return !box || box.checked;
+  }
+  function applyFollow(savedTop) {
+    var log = document.getElementById("job-log");
+    if (!log) { return; }
+    log.classList.toggle("log-tail", following());
+    if (!following() && savedTop !== null) { log.scrollTop = savedTop; }
+  }
+  var savedTop = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var log = document.getElementById("job-log");
+    savedTop = log && !following() ? log.scrollTop : null;
+  });
+  document.addEventListener("htmx:afterSwap", function () { applyFollow(savedTop); });
+  document.addEventListener("change", function (event) {
+    if (event.target.id === "log-follow") {
+      var log = document.getElementById("job-log");
+      // Leaving the end: keep the lines in view where they are.
+      var top = log ? log.scrollHeight - log.clientHeight + (log.scrollTop < 0 ? log.scrollTop : 0) : null;
+      applyFollow(event.target.checked ? null : top);
+    }
+  });
 })();
