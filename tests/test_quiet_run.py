@@ -93,3 +93,23 @@ def test_a_worker_logs_the_job_event_not_the_task_runs(
     text = log.read_text()
     assert ("succeeded in" in text) is verbose, text
     assert ("Task jobs.tasks.schedule_pass" in text) is verbose, text
+
+
+REFUSALS = (
+    "import logging, django; django.setup()\n"
+    "log = logging.getLogger('django.request')\n"
+    "for status in (403, 500):\n"
+    "    try:\n"
+    "        raise PermissionError('boom')\n"
+    "    except PermissionError:\n"
+    "        log.warning('Refused %s: /billing/overview/', status, exc_info=True,"
+    " extra={'status_code': status})\n"
+)
+
+
+def test_a_refused_request_is_one_line_and_a_server_error_keeps_its_traceback(tmp_path):
+    result = run_python(REFUSALS, {}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    refused, failed = result.stderr.split("Refused 500")
+    assert refused.strip() == "Refused 403: /billing/overview/"
+    assert "Traceback" in failed
