@@ -331,7 +331,8 @@ ROUTINE_LOG_LEVEL = "INFO" if TRAINYARD_VERBOSE else "WARNING"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"one_line_refusals": {"()": "trainyard.logs.OneLineRefusals"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["one_line_refusals"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # django-axes logs every log-in at INFO; its warnings (failures, lockouts) are what matter.
