@@ -306,3 +306,21 @@ def test_an_unknown_language_keeps_the_current_one(owner_client, site):
     response = owner_client.post(URL, form_post(_action="language", _language="xx"))
     assert response.status_code == 200
     assert response.cookies["django_language"].value == "en"
+
+
+def test_vgpu_mode_offers_only_models_with_virtual_gpus(owner_client, site):
+    data = form_post(kind="vgpu", gpu_model="P4", _action="apply", _panel="resources")
+    response = owner_client.post(URL, data, **HTMX)
+    form = response.context["form"]
+    offered = [value for value, _label in form.fields["gpu_model"].choices]
+    assert "P4" not in offered and "V100" in offered
+    assert form["gpu_model"].value() in offered
+    assert form.preview is not None and form.preview.is_vgpu
+
+
+def test_the_summary_says_what_is_wrong_instead_of_disappearing(owner_client, site):
+    data = form_post(kind="cpu", cpu_cores="-2", _action="apply", _panel="resources")
+    html = owner_client.post(URL, data, **HTMX).content.decode()
+    summary = re.search(r'<p class="summary[^"]*"[^>]*>(.*?)</p>', html, re.S)
+    assert summary, html
+    assert "CPU cores must be more than 0; you gave -2" in summary.group(1)
