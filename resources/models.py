@@ -130,6 +130,12 @@ class GpuModel(models.Model):
     def card_memory_mib(self) -> int:
         return self.card_memory_gib * MIB_PER_GIB
 
+    def supports(self, kind: str) -> bool:
+        """Whether a job of resource ``kind`` (gpu, vgpu) may ask for this model."""
+        if kind == ResourceKind.VGPU:
+            return self.supports_vgpu
+        return kind == ResourceKind.GPU
+
 
 class SlurmGpuType(models.Model):
     """Maps a Slurm gres GPU type (``gpu:v100:8``) to a Trainyard GPU model."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from django import forms
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db.models import prefetch_related_objects
@@ -28,143 +27,18 @@ from jobs.services.resources_input import FieldErrors, job_resources_resolve, re
 from resources.describe import describe_request
 from resources.feasibility import Feasibility
 from resources.models import GpuModel, ResourceKind, SiteSettings, Spec
-from resources.ratios import (
-    CPU_MEMORY_RATIOS,
-    DEFAULT_CPU_CORES,
-    DEFAULT_CPU_MEMORY_RATIO,
-    DEFAULT_STORAGE_GIB,
-    DEFAULT_VGPU_COMPUTE_PERCENT,
-    mib_to_gib,
-    milli_to_cores,
-)
+from resources.ratios import mib_to_gib, milli_to_cores
 from resources.request import ResourceRequest
 
-from .fields import NameChoiceField, NameMultipleChoiceField, number_input
+from .job_fields import CUSTOM, LIVE_FIELDS, JobFields
 
-RATIO, CUSTOM = "ratio", "custom"
 MULTI_FIELDS = ("datasets", "pretrained_models")
 # Service field → form field, where they differ.
 SERVICE_TO_FORM = {"max_runtime_minutes": "max_runtime"}
 
 
-class JobForm(forms.Form):
-    project = NameChoiceField(label=_("Project"))
-    name = forms.CharField(label=_("Name"), required=False)
-    task_mode = forms.ChoiceField(
-        label=_("Task mode"),
-        choices=Job.TaskMode.choices,
-        initial=Job.TaskMode.SINGLE,
-        widget=forms.RadioSelect,
-    )
-    replicas = forms.CharField(
-        label=_("Nodes"), required=False, initial=2, widget=number_input(min=2, step=1)
-    )
-    config_mode = forms.ChoiceField(
-        label=_("Config mode"),
-        choices=Job.ConfigMode.choices,
-        initial=Job.ConfigMode.PARAMETER,
-        required=False,
-        widget=forms.RadioSelect,
-    )
-    spec = NameChoiceField(label=_("Spec"), required=False)
-    kind = forms.ChoiceField(
-        label=_("Resources"),
-        choices=ResourceKind.choices,
-        initial=ResourceKind.GPU,
-        widget=forms.RadioSelect,
-    )
-    gpu_model = NameChoiceField(label=_("GPU model"), required=False)
-    gpu_count = forms.CharField(
-        label=_("GPU count"), required=False, initial=1, widget=number_input(min=1, step=1)
-    )
-    vgpu_compute_percent = forms.CharField(
-        label=_("Compute per GPU (%)"),
-        required=False,
-        initial=DEFAULT_VGPU_COMPUTE_PERCENT,
-        widget=number_input(min=1, max=100, step=1),
-    )
-    vgpu_memory_unlocked = forms.BooleanField(
-        label=_("Unlock the ratio and set GPU memory per GPU myself"), required=False
-    )
-    vgpu_memory_gib = forms.CharField(
-        label=_("GPU memory per GPU (GiB)"), required=False, widget=number_input(step="any")
-    )
-    gpu_ratio = forms.ChoiceField(
-        label=_("CPU and memory"),
-        choices=[(RATIO, _("Follow the model's per-card ratio")), (CUSTOM, _("Custom"))],
-        initial=RATIO,
-        required=False,
-        widget=forms.RadioSelect,
-    )
-    cpu_memory_ratio = forms.ChoiceField(
-        label=_("Memory per core"),
-        choices=[(str(r), f"1:{r}") for r in CPU_MEMORY_RATIOS] + [(CUSTOM, _("Custom"))],
-        initial=str(DEFAULT_CPU_MEMORY_RATIO),
-        required=False,
-    )
-    cpu_cores = forms.CharField(
-        label=_("CPU cores"),
-        required=False,
-        initial=DEFAULT_CPU_CORES,
-        widget=number_input(step="any", min=0),
-    )
-    memory_gib = forms.CharField(
-        label=_("Memory (GiB)"), required=False, widget=number_input(step="any", min=0)
-    )
-    storage_gib = forms.CharField(
-        label=_("Temporary storage (GiB)"),
-        required=False,
-        initial=DEFAULT_STORAGE_GIB,
-        help_text=_("At least 2 GiB; freed when the job ends."),
-        widget=number_input(min=2, step=1),
-    )
-    command = forms.CharField(
-        label=_("Startup command"),
-        required=False,
-        strip=False,
-        help_text=_("Up to 10,000 characters, one command per line, run from /."),
-        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "maxlength": 10_000}),
-    )
-    items_project = forms.CharField(required=False, widget=forms.HiddenInput)
-    datasets = NameMultipleChoiceField(
-        label=_("Datasets"), required=False, widget=forms.CheckboxSelectMultiple
-    )
-    pretrained_models = NameMultipleChoiceField(
-        label=_("Pretrained models"), required=False, widget=forms.CheckboxSelectMultiple
-    )
-    code_version = NameChoiceField(label=_("Code version"), required=False)
-    image = NameChoiceField(label=_("Image"), required=False)
-    ports = forms.CharField(
-        label=_("Open ports"),
-        required=False,
-        help_text=_("Up to 10, each 1025–65535, separated by commas; can be changed later."),
-        widget=forms.TextInput(attrs={"placeholder": "8080, 6006"}),
-    )
-    max_runtime = forms.CharField(
-        label=_("Max run time"),
-        required=False,
-        help_text=_("Empty: no limit. The job is stopped when it runs longer."),
-        widget=number_input(min=1, step="any"),
-    )
-    max_runtime_unit = forms.ChoiceField(
-        label=_("Unit"),
-        choices=[("minutes", _("minutes")), ("hours", _("hours"))],
-        initial="hours",
-        required=False,
-    )
-    max_retries = forms.CharField(
-        label=_("Replica retries"),
-        required=False,
-        initial=0,
-        help_text=_("0–10. A replica that fails is restarted whole."),
-        widget=number_input(min=0, max=10, step=1),
-    )
-    priority = NameChoiceField(
-        label=_("Priority"),
-        choices=[("normal", _("Normal")), ("high", _("High (staff only)"))],
-        initial="normal",
-        required=False,
-    )
+class JobForm(JobFields):
+    """The fields of ``JobFields`` with their choices, defaults, previews and submit body."""
 
     def __init__(
         self,
@@ -188,6 +62,7 @@ class JobForm(forms.Form):
             self.data = self.data.copy()
         else:
             self._set_initial(project_name)
+        self._fit_model_to_kind()
         self.project = next((p for p in self.projects if p.name == self.value("project")), None)
         if self.project is not None:
             prefetch_related_objects(
@@ -203,7 +78,9 @@ class JobForm(forms.Form):
 
     def _set_choices(self) -> None:
         self.fields["project"].choices = [(p.name, p.name) for p in self.projects]
-        self.fields["gpu_model"].choices = [(m.name, gpu_model_label(m)) for m in self.gpu_models]
+        self.fields["gpu_model"].choices = [
+            (m.name, gpu_model_label(m)) for m in self.offered_models
+        ]
         specs = Spec.objects.filter(enabled=True).select_related("gpu_model")
         self.fields["spec"].choices = [("", "—")] + [(s.name, s.name) for s in specs]
         if not self.user.is_staff:
@@ -227,10 +104,25 @@ class JobForm(forms.Form):
         names = [p.name for p in self.projects]
         chosen = project_name if project_name in names else next(iter(names), "")
         self.initial.setdefault("project", chosen)
-        free = [m.name for m in self.gpu_models if m.free_tier]
-        self.initial.setdefault(
-            "gpu_model", next(iter(free or [m.name for m in self.gpu_models]), "")
-        )
+        default = _default_model(self.gpu_models)
+        self.initial.setdefault("gpu_model", default.name if default else "")
+
+    @property
+    def offered_models(self) -> list[GpuModel]:
+        """The models the chosen kind may use: a vGPU job only those with virtual GPUs."""
+        kind = self.current_kind
+        if kind == ResourceKind.CPU:
+            return self.gpu_models
+        return [m for m in self.gpu_models if m.supports(kind)]
+
+    def _fit_model_to_kind(self) -> None:
+        """A mode's model is one it offers: switching to vGPU leaves P4 for a model with vGPUs."""
+        offered = self.offered_models
+        if self.value("gpu_model") in {m.name for m in offered}:
+            return
+        default = _default_model(offered)
+        if default is not None:
+            self._set_value("gpu_model", default.name)
 
     def _follow_project(self) -> None:
         """A new project selects all of its data, its newest code and default image (seed 002)."""
@@ -342,7 +234,22 @@ class JobForm(forms.Form):
     # Previews ------------------------------------------------------------------------------
 
     def _preview_request(self) -> ResourceRequest | None:
-        return resources_resolve(user=self.user, data=self.submit_data(), errors=FieldErrors())
+        """The request the current values make; what is wrong with them goes to ``live_errors``."""
+        errors = FieldErrors()
+        request = resources_resolve(user=self.user, data=self.submit_data(), errors=errors)
+        # Shown next to their fields as they are typed, before any submit.
+        self.live_errors = {
+            name: messages for name, messages in errors.items() if name in self.fields
+        }
+        return request
+
+    def live_fields(self) -> list:
+        """The fields whose live messages a check re-renders (the resource section's)."""
+        spec_fields = () if self.site.spec_management_enabled else ("config_mode", "spec")
+        return [self[name] for name in LIVE_FIELDS if name not in spec_fields]
+
+    def live_error_list(self) -> list[str]:
+        return [message for name in LIVE_FIELDS for message in self.live_errors.get(name, [])]
 
     def _show_derived_values(self) -> None:
         """Show what the ratios give in the fields the user did not set (read-only there)."""
@@ -414,6 +321,11 @@ class JobForm(forms.Form):
             name = SERVICE_TO_FORM.get(field, field)
             for message in messages:
                 self.add_error(name if name in self.fields else None, message)
+
+
+def _default_model(models: list[GpuModel]) -> GpuModel | None:
+    """The first free-tier model, else the first one."""
+    return next((m for m in models if m.free_tier), next(iter(models), None))
 
 
 def gpu_model_label(model: GpuModel) -> str:

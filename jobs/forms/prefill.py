@@ -22,7 +22,7 @@ from resources.ratios import (
 
 from ..estimates.form import NO_TEMPLATE
 from ..models import Job
-from .job import CUSTOM, RATIO
+from .job_fields import CUSTOM, RATIO
 
 
 def form_initial(body: dict, gpu_models: list[GpuModel]) -> dict:

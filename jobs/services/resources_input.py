@@ -252,7 +252,7 @@ def _gpu_model(name: str | None, kind: str, errors: FieldErrors) -> GpuModel | N
     gpu_model = GpuModel.objects.prefetch_related("members").filter(name=name).first()
     if gpu_model is None:
         errors.add("gpu_model", _("There is no GPU model named %(name)s") % {"name": name})
-    elif kind == ResourceKind.VGPU and not gpu_model.supports_vgpu:
+    elif not gpu_model.supports(kind):
         errors.add(
             "gpu_model", _("%(model)s does not support virtual GPUs") % {"model": gpu_model.name}
         )

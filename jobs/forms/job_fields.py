@@ -1,0 +1,162 @@
+"""The New job form's fields: what the page asks, in the page's units (seed 002).
+
+``JobForm`` (``job.py``) adds what the form does with them: choices, defaults,
+the previews and the submit body.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from jobs.models import Job
+from resources.models import ResourceKind
+from resources.ratios import (
+    CPU_MEMORY_RATIOS,
+    DEFAULT_CPU_CORES,
+    DEFAULT_CPU_MEMORY_RATIO,
+    DEFAULT_STORAGE_GIB,
+    DEFAULT_VGPU_COMPUTE_PERCENT,
+)
+
+from .fields import NameChoiceField, NameMultipleChoiceField, number_input
+
+RATIO, CUSTOM = "ratio", "custom"
+# The resource section's fields, whose messages show as they are typed.
+LIVE_FIELDS = (
+    "task_mode",
+    "replicas",
+    "config_mode",
+    "spec",
+    "kind",
+    "gpu_model",
+    "gpu_count",
+    "vgpu_compute_percent",
+    "vgpu_memory_gib",
+    "cpu_memory_ratio",
+    "cpu_cores",
+    "memory_gib",
+    "storage_gib",
+)
+
+
+class JobFields(forms.Form):
+    live_field_names = LIVE_FIELDS
+
+    project = NameChoiceField(label=_("Project"))
+    name = forms.CharField(label=_("Name"), required=False)
+    task_mode = forms.ChoiceField(
+        label=_("Task mode"),
+        choices=Job.TaskMode.choices,
+        initial=Job.TaskMode.SINGLE,
+        widget=forms.RadioSelect,
+    )
+    replicas = forms.CharField(
+        label=_("Nodes"), required=False, initial=2, widget=number_input(min=2, step=1)
+    )
+    config_mode = forms.ChoiceField(
+        label=_("Config mode"),
+        choices=Job.ConfigMode.choices,
+        initial=Job.ConfigMode.PARAMETER,
+        required=False,
+        widget=forms.RadioSelect,
+    )
+    spec = NameChoiceField(label=_("Spec"), required=False)
+    kind = forms.ChoiceField(
+        label=_("Resources"),
+        choices=ResourceKind.choices,
+        initial=ResourceKind.GPU,
+        widget=forms.RadioSelect,
+    )
+    gpu_model = NameChoiceField(label=_("GPU model"), required=False)
+    gpu_count = forms.CharField(
+        label=_("GPU count"), required=False, initial=1, widget=number_input(min=1, step=1)
+    )
+    vgpu_compute_percent = forms.CharField(
+        label=_("Compute per GPU (%)"),
+        required=False,
+        initial=DEFAULT_VGPU_COMPUTE_PERCENT,
+        widget=number_input(min=1, max=100, step=1),
+    )
+    vgpu_memory_unlocked = forms.BooleanField(
+        label=_("Unlock the ratio and set GPU memory per GPU myself"), required=False
+    )
+    vgpu_memory_gib = forms.CharField(
+        label=_("GPU memory per GPU (GiB)"), required=False, widget=number_input(step="any")
+    )
+    gpu_ratio = forms.ChoiceField(
+        label=_("CPU and memory"),
+        choices=[(RATIO, _("Follow the model's per-card ratio")), (CUSTOM, _("Custom"))],
+        initial=RATIO,
+        required=False,
+        widget=forms.RadioSelect,
+    )
+    cpu_memory_ratio = forms.ChoiceField(
+        label=_("Memory per core"),
+        choices=[(str(r), f"1:{r}") for r in CPU_MEMORY_RATIOS] + [(CUSTOM, _("Custom"))],
+        initial=str(DEFAULT_CPU_MEMORY_RATIO),
+        required=False,
+    )
+    cpu_cores = forms.CharField(
+        label=_("CPU cores"),
+        required=False,
+        initial=DEFAULT_CPU_CORES,
+        widget=number_input(step="any", min=0),
+    )
+    memory_gib = forms.CharField(
+        label=_("Memory (GiB)"), required=False, widget=number_input(step="any", min=0)
+    )
+    storage_gib = forms.CharField(
+        label=_("Temporary storage (GiB)"),
+        required=False,
+        initial=DEFAULT_STORAGE_GIB,
+        help_text=_("At least 2 GiB; freed when the job ends."),
+        widget=number_input(min=2, step=1),
+    )
+    command = forms.CharField(
+        label=_("Startup command"),
+        required=False,
+        strip=False,
+        help_text=_("Up to 10,000 characters, one command per line, run from /."),
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "maxlength": 10_000}),
+    )
+    items_project = forms.CharField(required=False, widget=forms.HiddenInput)
+    datasets = NameMultipleChoiceField(
+        label=_("Datasets"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    pretrained_models = NameMultipleChoiceField(
+        label=_("Pretrained models"), required=False, widget=forms.CheckboxSelectMultiple
+    )
+    code_version = NameChoiceField(label=_("Code version"), required=False)
+    image = NameChoiceField(label=_("Image"), required=False)
+    ports = forms.CharField(
+        label=_("Open ports"),
+        required=False,
+        help_text=_("Up to 10, each 1025–65535, separated by commas; can be changed later."),
+        widget=forms.TextInput(attrs={"placeholder": "8080, 6006"}),
+    )
+    max_runtime = forms.CharField(
+        label=_("Max run time"),
+        required=False,
+        help_text=_("Empty: no limit. The job is stopped when it runs longer."),
+        widget=number_input(min=1, step="any"),
+    )
+    max_runtime_unit = forms.ChoiceField(
+        label=_("Unit"),
+        choices=[("minutes", _("minutes")), ("hours", _("hours"))],
+        initial="hours",
+        required=False,
+    )
+    max_retries = forms.CharField(
+        label=_("Replica retries"),
+        required=False,
+        initial=0,
+        help_text=_("0–10. A replica that fails is restarted whole."),
+        widget=number_input(min=0, max=10, step=1),
+    )
+    priority = NameChoiceField(
+        label=_("Priority"),
+        choices=[("normal", _("Normal")), ("high", _("High (staff only)"))],
+        initial="normal",
+        required=False,
+    )

@@ -1,0 +1,13 @@
+"""Filters of the New job form's templates."""
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def live_errors(field) -> list[str]:
+    """What the form's live check found wrong with ``field``; none once submit said it."""
+    if field.errors:
+        return []
+    return getattr(field.form, "live_errors", {}).get(field.name, [])
