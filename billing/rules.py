@@ -16,11 +16,13 @@ account out of its free hours after its first job.)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from resources.models import GpuModel, ResourceKind
 
@@ -69,6 +71,90 @@ def free_room(*, account: Account, gpu_model: GpuModel) -> FreeRoom | None:
     )
 
 
+NEEDS_BILLING, FREE_HOURS_USED_UP = "needs_billing", "free_hours_used_up"
+# What a list of models says next to one the account may not use.
+REFUSAL_LABELS = {
+    NEEDS_BILLING: gettext_lazy("Needs billing"),
+    FREE_HOURS_USED_UP: gettext_lazy("Free hours used up"),
+}
+
+
+@dataclass(frozen=True)
+class ModelRefusal:
+    """Why an account may not use a GPU model: a code, its short label and the full reason."""
+
+    code: str
+    message: str
+    # The reason without the model, for a list of several (the free panel's note).
+    note: str
+
+    @property
+    def label(self) -> str:
+        return str(REFUSAL_LABELS[self.code])
+
+
+def gpu_model_refusal(
+    *,
+    account: Account,
+    gpu_model: GpuModel,
+    card_hours_per_hour: Decimal = Decimal(1),
+    free_names: str | None = None,
+) -> ModelRefusal | None:
+    """Why ``account`` may not use ``gpu_model`` at that rate; None when it may.
+
+    The one rule behind submit, the feasibility check, the form's lists, the
+    free panel and the API. ``free_names``: the free-tier models, when the
+    caller asks about several models.
+    """
+    if account.billing_enabled:
+        return None
+    if not model_is_free_tier(gpu_model):
+        if free_names is None:
+            free_names = free_tier_names()
+        message = _(
+            "Your account has no billing enabled, so it may use only the free-tier GPU "
+            "models (%(free)s), not %(model)s. Ask an admin to enable billing."
+        ) % {"free": free_names or "—", "model": gpu_model.name}
+        note = _(
+            "Your account has no billing enabled, so it may use only the free-tier GPU "
+            "models (%(free)s). Ask an admin to enable billing."
+        ) % {"free": free_names or "—"}
+        return ModelRefusal(NEEDS_BILLING, message, note)
+    room = free_room(account=account, gpu_model=gpu_model)
+    if room is None or room.max_minutes(card_hours_per_hour) >= 1:
+        return None
+    shown = grant_figures(grant_hours=room.grant, used_hours=room.used)
+    message = _(
+        "Your free %(model)s card-hours are used up: %(remaining)s of %(grant)s remain "
+        "(%(used)s used). Ask an admin to enable billing."
+    ) % {
+        "model": room.model_name,
+        "grant": hours_text(shown.grant),
+        "used": hours_text(shown.used),
+        "remaining": hours_text(shown.remaining),
+    }
+    return ModelRefusal(FREE_HOURS_USED_UP, message, message)
+
+
+def free_tier_names() -> str:
+    return ", ".join(GpuModel.objects.filter(free_tier=True).values_list("name", flat=True))
+
+
+def gpu_model_refusals(
+    *, user: AbstractBaseUser, gpu_models: Iterable[GpuModel]
+) -> dict[str, ModelRefusal]:
+    """By model name, why ``user`` may not use each of ``gpu_models`` (one card); absent: may."""
+    account = account_for_user(user=user)
+    if account.billing_enabled:
+        return {}
+    free_names = free_tier_names()
+    refusals = {
+        model.name: gpu_model_refusal(account=account, gpu_model=model, free_names=free_names)
+        for model in gpu_models
+    }
+    return {name: refusal for name, refusal in refusals.items() if refusal is not None}
+
+
 def job_billing_errors(
     *,
     user: AbstractBaseUser,
@@ -82,34 +168,12 @@ def job_billing_errors(
 
     The max run time plays no part: free hours are used, not held.
     """
-    account = account_for_user(user=user)
-    if gpu_model is None or account.billing_enabled:
+    if gpu_model is None:
         return {}
-    if not model_is_free_tier(gpu_model):
-        free = ", ".join(GpuModel.objects.filter(free_tier=True).values_list("name", flat=True))
-        return {
-            "gpu_model": [
-                _(
-                    "Your account has no billing enabled, so it may use only the free-tier GPU "
-                    "models (%(free)s), not %(model)s. Ask an admin to enable billing."
-                )
-                % {"free": free or "—", "model": gpu_model.name}
-            ]
-        }
-    room = free_room(account=account, gpu_model=gpu_model)
     per_hour = replicas * cards_per_replica(
         resource_kind=resource_kind, gpu_count=gpu_count, vgpu_compute_percent=vgpu_compute_percent
     )
-    if room is None or room.max_minutes(per_hour) >= 1:
-        return {}
-    shown = grant_figures(grant_hours=room.grant, used_hours=room.used)
-    message = _(
-        "Your free %(model)s card-hours are used up: %(remaining)s of %(grant)s remain "
-        "(%(used)s used). Ask an admin to enable billing."
-    ) % {
-        "model": room.model_name,
-        "grant": hours_text(shown.grant),
-        "used": hours_text(shown.used),
-        "remaining": hours_text(shown.remaining),
-    }
-    return {"gpu_model": [message]}
+    refusal = gpu_model_refusal(
+        account=account_for_user(user=user), gpu_model=gpu_model, card_hours_per_hour=per_hour
+    )
+    return {"gpu_model": [refusal.message]} if refusal else {}

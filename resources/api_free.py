@@ -50,6 +50,10 @@ class GpuModelFreeOut(Schema):
     aggregated: bool
     supports_vgpu: bool
     free_vgpu_compute_percent: int
+    available_to_you: bool = Field(..., description="Whether your account may use this model")
+    not_available_reason: str | None = Field(
+        None, description="Why not (the reason submit gives); null when it may"
+    )
 
 
 class CpuFreeOut(Schema):

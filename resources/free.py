@@ -42,9 +42,38 @@ def free_resources_latest() -> FreeResourceSnapshot:
 
 
 def free_panel(*, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None) -> dict:
-    """What the panel and ``GET /api/v1/resources/free`` show to ``user``."""
-    snapshot = snapshot or free_resources_latest()
-    return {"as_of": snapshot.as_of, **snapshot.data, "quota": quota_free(user=user)}
+    """What the panel and ``GET /api/v1/resources/free`` show to ``user``.
+
+    Each model says whether ``user`` may use it, and why not, by billing's rule
+    (the one submit applies).
+    """
+    return _free_panel(user, snapshot or free_resources_latest(), _refusals(user))
+
+
+def _free_panel(user: AbstractBaseUser, snapshot: FreeResourceSnapshot, refusals: dict) -> dict:
+    models = [
+        {
+            **row,
+            "available_to_you": row["name"] not in refusals,
+            "not_available_reason": refusals[row["name"]].message
+            if row["name"] in refusals
+            else None,
+        }
+        for row in snapshot.data["gpu_models"]
+    ]
+    return {
+        "as_of": snapshot.as_of,
+        **snapshot.data,
+        "gpu_models": models,
+        "quota": quota_free(user=user),
+    }
+
+
+def _refusals(user: AbstractBaseUser) -> dict:
+    from billing.rules import gpu_model_refusals  # billing's services import the job services
+
+    models = GpuModel.objects.prefetch_related("members")
+    return gpu_model_refusals(user=user, gpu_models=models)
 
 
 def _per_node_cards() -> list[dict]:
@@ -148,8 +177,11 @@ def free_panel_for_page(
     *, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None
 ) -> dict:
     """``free_panel`` plus its GPU rows with the user's own free quota of each model."""
-    panel = free_panel(user=user, snapshot=snapshot)
-    return {**panel, "rows": _rows_with_quota(panel)}
+    refusals = _refusals(user)
+    panel = _free_panel(user, snapshot or free_resources_latest(), refusals)
+    rows = [{**row, "not_available": refusals.get(row["name"])} for row in _rows_with_quota(panel)]
+    notes = list(dict.fromkeys(r.note for r in refusals.values()))
+    return {**panel, "rows": rows, "not_available_notes": notes}
 
 
 def _rows_with_quota(panel: dict) -> list[dict]:

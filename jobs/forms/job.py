@@ -18,11 +18,12 @@ from django.core.exceptions import ValidationError
 from django.db.models import prefetch_related_objects
 from django.utils.translation import gettext_lazy as _
 
+from billing.rules import gpu_model_refusals
 from jobs.environment import EnvironmentInput, job_environment, shown_environment
 from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
-from jobs.services.admission import request_admission
+from jobs.services.admission import request_admission, request_billing_errors
 from jobs.services.resources_input import FieldErrors, job_resources_resolve, resources_resolve
 from resources.describe import describe_request
 from resources.feasibility import Feasibility
@@ -31,6 +32,7 @@ from resources.ratios import mib_to_gib, milli_to_cores
 from resources.request import ResourceRequest
 
 from .job_fields import CUSTOM, LIVE_FIELDS, JobFields
+from .model_choices import default_model, gpu_model_label, grouped_choices, offered_models
 
 MULTI_FIELDS = ("datasets", "pretrained_models")
 # Service field → form field, where they differ.
@@ -53,7 +55,9 @@ class JobForm(JobFields):
         self.user = user
         self.site = SiteSettings.load()
         self.projects = list(projects_for_user(user=user).order_by("name"))
-        self.gpu_models = list(GpuModel.objects.order_by("name"))
+        self.gpu_models = list(GpuModel.objects.prefetch_related("members").order_by("name"))
+        # Why the account may not use a model (billing's rule); absent: it may.
+        self.refusals = gpu_model_refusals(user=user, gpu_models=self.gpu_models)
         if body and not self.is_bound:
             from .prefill import form_initial
 
@@ -78,11 +82,13 @@ class JobForm(JobFields):
 
     def _set_choices(self) -> None:
         self.fields["project"].choices = [(p.name, p.name) for p in self.projects]
-        self.fields["gpu_model"].choices = [
-            (m.name, gpu_model_label(m)) for m in self.offered_models
-        ]
+        models = [(m.name, gpu_model_label(m), m.name) for m in self.offered_models]
+        self.fields["gpu_model"].choices = grouped_choices(models, self.refusals)
         specs = Spec.objects.filter(enabled=True).select_related("gpu_model")
-        self.fields["spec"].choices = [("", "—")] + [(s.name, s.name) for s in specs]
+        self.fields["spec"].choices = [("", "—")] + grouped_choices(
+            [(s.name, s.name, s.gpu_model.name if s.gpu_model else None) for s in specs],
+            self.refusals,
+        )
         if not self.user.is_staff:
             priority = self.fields["priority"]
             priority.choices = priority.choices[:1]
@@ -104,23 +110,19 @@ class JobForm(JobFields):
         names = [p.name for p in self.projects]
         chosen = project_name if project_name in names else next(iter(names), "")
         self.initial.setdefault("project", chosen)
-        default = _default_model(self.gpu_models)
+        default = default_model(self.gpu_models, self.refusals)
         self.initial.setdefault("gpu_model", default.name if default else "")
 
     @property
     def offered_models(self) -> list[GpuModel]:
-        """The models the chosen kind may use: a vGPU job only those with virtual GPUs."""
-        kind = self.current_kind
-        if kind == ResourceKind.CPU:
-            return self.gpu_models
-        return [m for m in self.gpu_models if m.supports(kind)]
+        return offered_models(self.gpu_models, self.current_kind)
 
     def _fit_model_to_kind(self) -> None:
         """A mode's model is one it offers: switching to vGPU leaves P4 for a model with vGPUs."""
         offered = self.offered_models
         if self.value("gpu_model") in {m.name for m in offered}:
             return
-        default = _default_model(offered)
+        default = default_model(offered, self.refusals)
         if default is not None:
             self._set_value("gpu_model", default.name)
 
@@ -237,6 +239,10 @@ class JobForm(JobFields):
         """The request the current values make; what is wrong with them goes to ``live_errors``."""
         errors = FieldErrors()
         request = resources_resolve(user=self.user, data=self.submit_data(), errors=errors)
+        if request is not None:
+            # What the account may not use, as submit says it (a spec answers for its model).
+            rename = {"gpu_model": "spec"} if self.spec_mode else {}
+            errors.merge(request_billing_errors(user=self.user, request=request), rename)
         # Shown next to their fields as they are typed, before any submit.
         self.live_errors = {
             name: messages for name, messages in errors.items() if name in self.fields
@@ -321,20 +327,6 @@ class JobForm(JobFields):
             name = SERVICE_TO_FORM.get(field, field)
             for message in messages:
                 self.add_error(name if name in self.fields else None, message)
-
-
-def _default_model(models: list[GpuModel]) -> GpuModel | None:
-    """The first free-tier model, else the first one."""
-    return next((m for m in models if m.free_tier), next(iter(models), None))
-
-
-def gpu_model_label(model: GpuModel) -> str:
-    return _("%(name)s — %(memory)s GiB card; %(cores)s cores, %(ram)s GiB per card") % {
-        "name": model.name,
-        "memory": model.card_memory_gib,
-        "cores": model.cpu_cores_per_card,
-        "ram": model.memory_gib_per_card,
-    }
 
 
 def parse_ports(text: str) -> list:

@@ -33,7 +33,15 @@ class Admission:
 
 
 def request_admission(*, user: AbstractBaseUser, request: ResourceRequest) -> Admission:
-    billing = job_billing_errors(
+    return Admission(
+        billing=request_billing_errors(user=user, request=request),
+        feasibility=request_feasibility(request=request, user=user),
+    )
+
+
+def request_billing_errors(*, user: AbstractBaseUser, request: ResourceRequest) -> dict:
+    """What the account may not use in ``request`` (the form shows it as the model is chosen)."""
+    return job_billing_errors(
         user=user,
         gpu_model=request.gpu_model,
         gpu_count=request.gpu_count,
@@ -41,4 +49,3 @@ def request_admission(*, user: AbstractBaseUser, request: ResourceRequest) -> Ad
         resource_kind=request.kind,
         vgpu_compute_percent=request.vgpu_compute_percent,
     )
-    return Admission(billing=billing, feasibility=request_feasibility(request=request, user=user))
