@@ -34,7 +34,7 @@ def job_new(request: HttpRequest) -> HttpResponse:
     action = request.POST.get("_action", "submit")
     if action == "language":
         return _switch_language(request)
-    form = JobForm(request.POST, user=request.user)
+    form = JobForm(request.POST, user=request.user, submitting=action == "submit")
     if action == "submit":
         return _submit(request, form)
     context: dict = {}

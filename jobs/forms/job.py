@@ -48,11 +48,17 @@ class JobForm(JobFields):
         user: AbstractBaseUser,
         project_name: str = "",
         body: dict | None = None,
+        submitting: bool = False,
         **kwargs,
     ) -> None:
-        """``body``: a submit body to fill an unbound form with (Run again, a template)."""
+        """``body``: a submit body to fill an unbound form with (Run again, a template).
+
+        ``submitting``: the values are submitted as they are, never fitted to the mode;
+        the service says what is wrong with them.
+        """
         super().__init__(*args, **kwargs)
         self.user = user
+        self.submitting = submitting
         self.site = SiteSettings.load()
         self.projects = list(projects_for_user(user=user).order_by("name"))
         self.gpu_models = list(GpuModel.objects.prefetch_related("members").order_by("name"))
@@ -66,7 +72,8 @@ class JobForm(JobFields):
             self.data = self.data.copy()
         else:
             self._set_initial(project_name)
-        self._fit_model_to_kind()
+        if not submitting:
+            self._fit_model_to_kind()
         self.project = next((p for p in self.projects if p.name == self.value("project")), None)
         if self.project is not None:
             prefetch_related_objects(
@@ -115,7 +122,12 @@ class JobForm(JobFields):
 
     @property
     def offered_models(self) -> list[GpuModel]:
-        return offered_models(self.gpu_models, self.current_kind)
+        offered = offered_models(self.gpu_models, self.current_kind)
+        chosen = self.value("gpu_model")
+        if self.submitting and chosen not in {m.name for m in offered}:
+            # A refused submit shows the model it was refused for, as typed.
+            offered += [m for m in self.gpu_models if m.name == chosen]
+        return offered
 
     def _fit_model_to_kind(self) -> None:
         """A mode's model is one it offers: switching to vGPU leaves P4 for a model with vGPUs."""
