@@ -31,9 +31,13 @@
   // in a response only if nothing was typed in it since that request left: the next change's
   // request carries it, so a re-render never overwrites what is being typed.
   var LIVE = '[hx-sync*="queue last"]';
+  // Live sections nest (New job's resource checks sit inside its resources section): each counts.
   function typedIn(event) {
     var section = event.target.closest && event.target.closest(LIVE);
-    if (section) { section.liveChanges = (section.liveChanges || 0) + 1; }
+    while (section) {
+      section.liveChanges = (section.liveChanges || 0) + 1;
+      section = section.parentElement && section.parentElement.closest(LIVE);
+    }
   }
   // Captured before htmx sees the change, so a request counts the change that sent it.
   document.addEventListener("input", typedIn, true);
