@@ -72,7 +72,11 @@ MESSAGES = {
     "start.node_cards": _("%(node)s (cards %(cards)s)"),
     "start.node": _("%(node)s"),
     "start.more": _("%(first)s; %(rest)s"),
-    "running": _("All %(count)d replicas are running (attempt %(attempt)d)."),
+    "running": ngettext_lazy(
+        "The replica is running (attempt %(attempt)d).",
+        "All %(count)d replicas are running (attempt %(attempt)d).",
+        "count",
+    ),
     # Stops (jobs/services/stop.py, jobs/execution/settle.py, the executors).
     "stopped": _("Stopped"),
     "stopped.by": _("Stopped by %(user)s"),

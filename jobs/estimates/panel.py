@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from billing.services import account_for_user
 from jobs.models import WorkloadTemplate
@@ -57,7 +58,11 @@ def estimate_panel(
         estimate = estimator.own_runs(
             owner_id=user.pk, command=command, gpu_model=gpu_model, cards=cards
         )
-        note = _("No estimate: you have not run this command on %(cards)s card(s) before.")
+        note = ngettext(
+            "No estimate: you have not run this command on %(cards)s card before.",
+            "No estimate: you have not run this command on %(cards)s cards before.",
+            cards,
+        )
         return _panel(user, gpu_model, cards, estimate, [], note % {"cards": cards})
     if dataset_samples <= 0:
         note = _("No estimate: set the size (samples) of the chosen datasets.")
