@@ -161,3 +161,34 @@ def test_every_reason_code_renders_in_chinese_without_english_left():
         for code, params in EXAMPLES.items():
             text = Reason(code, params).text()
             assert english(text) == [], (code, text)
+
+
+def test_a_row_written_before_codes_reads_as_it_was_stored(owner):
+    from trainyard.reasons import reason_text
+
+    job = JobFactory(owner=owner, state_reason="Queued long ago")
+    with translation.override("zh-hans"):
+        assert job.reason_text == "Queued long ago"
+        # A code whose parameters are missing or unknown shows the stored text, never a 500.
+        assert reason_text("wait.quota", {}, "stored") == "stored"
+        assert reason_text("no.such.code", {"x": 1}, "stored") == "stored"
+
+
+def test_the_django_admin_shows_a_jobs_reason_and_events_in_the_readers_language(
+    admin_client_, waiting
+):
+    page = admin_client_.get(f"/admin/jobs/job/{waiting.pk}/change/", **ZH)
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert text.count("等待配额：需要 4 张 V100 卡") >= 2  # the reason and its event
+    assert "Waiting for quota" not in text
+
+
+def test_parameters_are_stored_as_json_keeps_them():
+    from decimal import Decimal
+
+    from trainyard.reasons import Reason
+
+    oom = Reason("oom", {"limit": Decimal("0.25")})
+    assert oom.json_params == {"limit": "0.25"}
+    assert oom.english == "Out of memory: the replica went over its memory limit of 0.25 GiB."
