@@ -52,7 +52,11 @@ class JobEventInline(admin.TabularInline):
     model = JobEvent
     extra = 0
     can_delete = False
-    readonly_fields = ["created_at", "from_state", "to_state", "reason", "data"]
+    fields = readonly_fields = ["created_at", "from_state", "to_state", "shown_reason", "data"]
+
+    @admin.display(description=_("reason"))
+    def shown_reason(self, event: JobEvent) -> str:
+        return event.text
 
 
 class ReplicaInline(admin.TabularInline):
@@ -81,9 +85,11 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ["name", "owner__username", "project__name"]
     date_hierarchy = "submitted_at"
     list_select_related = ["owner", "project", "gpu_model"]
+    # The reason as the reader reads it; its stored English, code and parameters stay out.
+    exclude = ["state_reason", "state_reason_code", "state_reason_params"]
     readonly_fields = [
         "state",
-        "state_reason",
+        "shown_reason",
         "queue_position",
         "estimated_start",
         "attempt",
@@ -92,6 +98,10 @@ class JobAdmin(admin.ModelAdmin):
     ]
     inlines = [ReplicaInline, JobEventInline]
     actions = ["stop_jobs"]
+
+    @admin.display(description=_("reason"))
+    def shown_reason(self, job: Job) -> str:
+        return job.reason_text
 
     @admin.action(description=_("Stop the selected jobs"))
     def stop_jobs(self, request: HttpRequest, queryset) -> None:
@@ -124,6 +134,12 @@ class ReplicaAttemptAdmin(admin.ModelAdmin):
     ]
     list_filter = ["state", "platform_fault", "node"]
     list_select_related = ["replica", "node"]
+    exclude = ["reason", "reason_code", "reason_params"]
+    readonly_fields = ["shown_reason"]
+
+    @admin.display(description=_("reason"))
+    def shown_reason(self, attempt: ReplicaAttempt) -> str:
+        return attempt.reason_text
 
 
 class EstimatePointInline(admin.TabularInline):

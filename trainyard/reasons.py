@@ -243,11 +243,16 @@ def _render(value):
 
 
 def _plain(value):
+    """``value`` as JSON keeps it: nested reasons as objects, other numbers (Decimal) as text."""
     if isinstance(value, Reason):
         return value.as_json()
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
-    return value
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return str(value)
 
 
 # Each code's parameters, as its writer passes them (also what the catalogue's test renders).

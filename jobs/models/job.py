@@ -298,7 +298,7 @@ class JobEvent(models.Model):
         verbose_name_plural = _("job events")
 
     def __str__(self) -> str:
-        return f"{self.job_id}: {self.from_state}→{self.to_state} {self.reason}"
+        return f"{self.job_id}: {self.from_state}→{self.to_state} {self.text}"
 
     @property
     def text(self) -> str:
