@@ -4,6 +4,7 @@ Also the labels that come from elsewhere (django-axes' admin, models without a
 translated name, placeholders) read in Chinese.
 """
 
+import ast
 import re
 from pathlib import Path
 
@@ -95,3 +96,49 @@ def test_placeholders_and_stored_words_read_in_chinese():
 
     with translation.override("zh-hans"):
         assert english(unknown_value()) == []
+
+
+GETTEXT_CALLS = {"_", "gettext", "gettext_lazy", "ngettext", "ngettext_lazy", "gettext_noop"}
+SKIPPED_FOLDERS = {".venv", "node_modules", "migrations", "tests", "bench"}
+TEMPLATE_TRANSLATE = re.compile(r'{%\s*(?:translate|trans)\s+"([^"]*)"')
+
+
+def source_msgids() -> list[tuple[str, str]]:
+    """(where, msgid) of every literal the code and templates mark for translation."""
+    root = CATALOGUE.parents[3]
+    found = []
+    for path in sorted(root.glob("**/*.py")):
+        if SKIPPED_FOLDERS & set(path.relative_to(root).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in GETTEXT_CALLS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                found.append((f"{path.relative_to(root)}:{node.lineno}", node.args[0].value))
+    for path in sorted(root.glob("**/templates/**/*.html")):
+        if SKIPPED_FOLDERS & set(path.relative_to(root).parts):
+            continue
+        found += [
+            (str(path.relative_to(root)), m) for m in TEMPLATE_TRANSLATE.findall(path.read_text())
+        ]
+    return found
+
+
+def test_every_string_marked_for_translation_has_a_chinese_one():
+    """A msgid missing from the catalogue (and from Django's own) is caught here, not by a user."""
+    ours = {
+        entry["msgid"].encode().decode("unicode_escape").encode("latin-1").decode()
+        for entry in entries()
+    }
+    with translation.override("zh-hans"):
+        missing = [
+            (where, msgid)
+            for where, msgid in source_msgids()
+            if msgid not in ours and translation.gettext(msgid) == msgid
+        ]
+    assert missing == []
