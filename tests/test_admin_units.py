@@ -7,7 +7,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from resources.models import Quota, Spec
-from tests.factories import GpuModelFactory, NodeFactory, UserFactory
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -132,3 +132,16 @@ def test_a_slurm_nodes_cpu_and_memory_are_read_only_in_cores_and_gib(admin_clien
     assert page.status_code == 200
     assert "cpu_milli" not in page.context["adminform"].form.fields
     assert "CPU (cores)" in text and "0.9765625" in text and "millicores" not in text
+
+
+def test_a_jobs_admin_form_shows_its_request_in_cores_and_gib(admin_client_):
+    job = JobFactory(cpu_milli=12_500, memory_mib=1_000)
+    page = admin_client_.get(reverse("admin:jobs_job_change", args=[job.pk]))
+    form = page.context["adminform"].form
+    assert (form.fields["cpu_milli"].label, form.fields["memory_mib"].label) == (
+        "CPU (cores)",
+        "Memory (GiB)",
+    )
+    assert form["cpu_milli"].value() == Decimal("12.5")
+    text = page.content.decode()
+    assert 'value="12.5"' in text and 'value="0.9765625"' in text
