@@ -3,6 +3,8 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from resources.admin_units import UnitFieldsMixin
+
 from .models import (
     ApiToken,
     CodeVersion,
@@ -67,7 +69,7 @@ class ReplicaInline(admin.TabularInline):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "name",
