@@ -98,7 +98,12 @@ PAGES: dict[str, list[Case]] = {
         Case("GET", "/billing/accounts/{account}/statement.csv", STAFF_ONLY)
     ],
     "billing/accounts/<int:account_id>/enable/": [
-        Case("POST", "/billing/accounts/{account}/enable/", (LOGIN, 403, 403, 403, 302))
+        Case("GET", "/billing/accounts/{account}/enable/", STAFF_ONLY),
+        Case("POST", "/billing/accounts/{account}/enable/", (LOGIN, 403, 403, 403, 302)),
+    ],
+    "billing/accounts/<int:account_id>/disable/": [
+        Case("GET", "/billing/accounts/{account}/disable/", STAFF_ONLY),
+        Case("POST", "/billing/accounts/{account}/disable/", (LOGIN, 403, 403, 403, 302)),
     ],
     "notifications/": [Case("GET", "/notifications/", SIGNED_IN_ONLY)],
     "notifications/read/": [Case("POST", "/notifications/read/", (LOGIN, 302, 302, 302, 302))],
