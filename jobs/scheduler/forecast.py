@@ -33,8 +33,14 @@ from .writes import Start
 # How many waiting jobs of each queue get an expected start.
 DEPTH = 50
 
-# One simulated pass: (now, cluster, quotas, releases, waiting jobs) → the jobs it starts.
-Step = Callable[[datetime, Cluster, Quotas, list[Release], list[WaitingJob]], list[Start]]
+# Ends this close together are taken as one moment, the latest of them: a replay step
+# costs a pass over the waiting jobs, and an expected start is shown to the minute.
+RESOLUTION = timedelta(minutes=1)
+
+# One simulated pass: (now, cluster, quotas, what is held then, waiting jobs) → what starts.
+Step = Callable[
+    [datetime, Cluster, Quotas, Callable[[], list[Release]], list[WaitingJob]], list[Start]
+]
 
 
 def likely_end(
@@ -87,7 +93,7 @@ def forecast_starts(
     replay = _Replay(now, cluster.copy(), quotas.copy(), releases)
     moment: datetime | None = now
     while waiting and moment is not None:
-        started = step(moment, replay.cluster, replay.quotas, replay.releases(), waiting)
+        started = step(moment, replay.cluster, replay.quotas, replay.releases, waiting)
         if started:
             for start in started:
                 starts[start.job.pk] = moment
@@ -153,12 +159,12 @@ class _Replay:
             heapq.heappush(self.ends, (moment + timedelta(seconds=seconds), job.pk))
 
     def next_end(self) -> datetime | None:
-        """Give back everything that ends at the next moment; that moment (None: nothing ends)."""
+        """Give back what ends next (within ``RESOLUTION``); when (None: nothing ends)."""
         if not self.ends:
             return None
-        moment = self.ends[0][0]
-        while self.ends and self.ends[0][0] == moment:
-            _end, job_id = heapq.heappop(self.ends)
+        until = self.ends[0][0] + RESOLUTION
+        while self.ends and self.ends[0][0] < until:
+            moment, job_id = heapq.heappop(self.ends)
             holder = self.holders.pop(job_id)
             for use, _release_order in holder.uses:
                 if use.node_pk in self.cluster.nodes:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -105,7 +106,7 @@ class SchedulingPass:
         cluster: Cluster,
         jobs: list[WaitingJob],
         quotas: Quotas | None = None,
-        releases: list[Release] | None = None,
+        releases: Callable[[], list[Release]] | None = None,
         ports: bool = True,
     ) -> None:
         """``quotas``, ``releases`` and ``ports=False``: a pass the start forecast replays."""
@@ -125,7 +126,8 @@ class SchedulingPass:
         self.failed_on_capacity: set[Shape] = set()
         self.failed_held: dict[Shape, tuple[float, Reason]] = {}
         self._ports: PortPool | None = None
-        self._releases = releases
+        self._load_releases = releases or partial(load_releases, cluster, now)
+        self._releases: list[Release] | None = None
         self._pending_releases: list[Release] = []
 
     def run(self) -> PassReport:
@@ -245,7 +247,7 @@ class SchedulingPass:
     def releases(self) -> list[Release]:
         """What is held now and when it is given back (loaded once, when first needed)."""
         if self._releases is None:
-            self._releases = load_releases(self.cluster, self.now)
+            self._releases = self._load_releases()
         return self._releases + self._pending_releases
 
     def waiting_changes(self) -> list[Waiting]:
@@ -281,7 +283,7 @@ class SchedulingPass:
         now: datetime,
         cluster: Cluster,
         quotas: Quotas,
-        releases: list[Release],
+        releases: Callable[[], list[Release]],
         jobs: list[WaitingJob],
     ) -> list[Start]:
         """What a pass at ``now`` would start (the forecast's step; ports aside)."""
