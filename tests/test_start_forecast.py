@@ -215,3 +215,19 @@ def test_a_started_job_leaves_the_forecast(p4):
     run_pass()
     assert fresh(waiter).state == Job.State.STARTING
     assert fresh(waiter).estimated_start is None
+
+
+def test_a_queue_longer_than_a_replay_step_gets_ordered_starts_to_its_end(p4):
+    alice = UserFactory(username="alice")
+    (holder,) = hold_every_card(alice, p4, [60])
+    waiting = [JobFactory(owner=alice, gpu_model=p4, max_runtime_minutes=10) for _ in range(70)]
+
+    run_pass()
+
+    starts = [fresh(job).estimated_start for job in waiting]
+    assert None not in starts
+    assert starts == sorted(starts)
+    first_free = fresh(holder).started_at + timedelta(minutes=60)
+    assert abs(starts[0] - first_free) < SLACK
+    # Each holds the card its 10 minutes; far ahead a replay step spans more than that.
+    assert abs(starts[-1] - (first_free + timedelta(minutes=690))) < timedelta(minutes=60)

@@ -11,10 +11,12 @@ end. So a job waiting for quota and one waiting for cards get the same kind of
 answer, in queue order: #1, #2 and #3 behind cards that free at 2:06, 2:09 and
 2:09 expect 2:06, 2:09 and 2:09.
 
-It reads nothing from the database: what the pass loaded is all it needs. The
-first ``DEPTH`` waiting jobs of each queue get an expected start (like Slurm's
-``bf_max_job_test``); the others, and those waiting on something whose end is
-unknown, get None.
+It reads nothing from the database: what the pass loaded is all it needs. Each
+step considers the first ``WINDOW`` jobs of each queue still waiting (like
+Slurm's ``bf_max_job_test``), and steps further ahead cover longer spans
+(``SPREAD``, after ``FINE_STEPS``), so a pass's forecast costs about (steps × window), not (queue²).
+The first ``DEPTH`` waiting jobs of each queue get an expected start; the
+others, and those waiting on something whose end is unknown, get None.
 """
 
 from __future__ import annotations
@@ -30,12 +32,18 @@ from .queue import WaitingJob
 from .state import Cluster, ReplicaUse
 from .writes import Start
 
-# How many waiting jobs of each queue get an expected start.
-DEPTH = 50
+# How many waiting jobs of each queue get an expected start, and how many of them each
+# replay step considers (the first still waiting: those behind them rarely start first).
+DEPTH = 1000
+WINDOW = 50
 
 # Ends this close together are taken as one moment, the latest of them: a replay step
-# costs a pass over the waiting jobs, and an expected start is shown to the minute.
+# costs a pass over the window, and an expected start is shown to the minute. After
+# FINE_STEPS steps a step covers a twentieth of the time from now: a start five hours
+# away is told to within 15 minutes.
 RESOLUTION = timedelta(minutes=1)
+FINE_STEPS = 50
+SPREAD = 20
 
 # One simulated pass: (now, cluster, quotas, what is held then, waiting jobs) → what starts.
 Step = Callable[
@@ -81,27 +89,34 @@ def forecast_starts(
     step: Step,
 ) -> dict[int, datetime | None]:
     """The expected start of each of ``jobs`` (waiting, in queue order); None: unknown."""
-    per_queue: dict[str, int] = {}
-    waiting = []
-    for job in jobs:
-        per_queue[job.queue] = per_queue.get(job.queue, 0) + 1
-        if per_queue[job.queue] <= DEPTH:
-            waiting.append(job)
+    waiting = _first(jobs, DEPTH)
     starts: dict[int, datetime | None] = {job.pk: None for job in jobs}
-    if not waiting:
-        return starts
     replay = _Replay(now, cluster.copy(), quotas.copy(), releases)
     moment: datetime | None = now
     while waiting and moment is not None:
-        started = step(moment, replay.cluster, replay.quotas, replay.releases, waiting)
+        window = _first(waiting, WINDOW)
+        started = step(moment, replay.cluster, replay.quotas, replay.releases, window)
+        for start in started:
+            starts[start.job.pk] = moment
+            replay.hold(start, moment)
         if started:
-            for start in started:
-                starts[start.job.pk] = moment
-                replay.hold(start, moment)
             taken = {start.job.pk for start in started}
             waiting = [job for job in waiting if job.pk not in taken]
+            if len(waiting) > len(window) - len(started):
+                continue  # the window moved on: those behind may start at this moment too
         moment = replay.next_end() if waiting else None
     return starts
+
+
+def _first(jobs: list[WaitingJob], count: int) -> list[WaitingJob]:
+    """The first ``count`` jobs of each queue, in order."""
+    per_queue: dict[str, int] = {}
+    first = []
+    for job in jobs:
+        per_queue[job.queue] = per_queue.get(job.queue, 0) + 1
+        if per_queue[job.queue] <= count:
+            first.append(job)
+    return first
 
 
 class _Replay:
@@ -110,6 +125,8 @@ class _Replay:
     def __init__(
         self, now: datetime, cluster: Cluster, quotas: Quotas, releases: Iterable[Release]
     ) -> None:
+        self.now = now
+        self.steps = 0
         self.cluster = cluster
         self.quotas = quotas
         self.holders: dict[int, _Holder] = {}
@@ -159,10 +176,16 @@ class _Replay:
             heapq.heappush(self.ends, (moment + timedelta(seconds=seconds), job.pk))
 
     def next_end(self) -> datetime | None:
-        """Give back what ends next (within ``RESOLUTION``); when (None: nothing ends)."""
+        """Give back what ends next (within ``RESOLUTION`` or more, further ahead); when
+        (None: nothing ends)."""
         if not self.ends:
             return None
-        until = self.ends[0][0] + RESOLUTION
+        first = self.ends[0][0]
+        self.steps += 1
+        span = RESOLUTION
+        if self.steps > FINE_STEPS:
+            span = max(span, (first - self.now) / SPREAD)
+        until = first + span
         while self.ends and self.ends[0][0] < until:
             moment, job_id = heapq.heappop(self.ends)
             holder = self.holders.pop(job_id)
