@@ -27,6 +27,7 @@ from tests.billing_cast import (
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("hours_match_ledger")]
+QUERIES = 9  # with the navigation's unread notifications and the banner; any number of jobs
 
 
 @pytest.fixture
@@ -181,3 +182,15 @@ def test_the_django_admin_asks_before_it_disables_billing(admin_client_, paid, a
     assert admin_client_.post(url, {**chosen, "confirmed": "yes"}).status_code == 302
     account.refresh_from_db()
     assert not account.billing_enabled and account.billing_disabled_by == admin_user
+
+
+def test_the_confirmation_pages_queries_are_pinned(
+    admin_client_, paid, django_assert_max_num_queries
+):
+    account, p4, v100 = paid
+    for model in (v100, v100, p4):
+        job_on(model, owner=account.user, state=Job.State.RUNNING)
+    with django_assert_max_num_queries(QUERIES):
+        admin_client_.get(reverse("billing:account_disable", args=[account.pk]))
+    with django_assert_max_num_queries(QUERIES):
+        admin_client_.get(reverse("billing:account_enable", args=[account.pk]))

@@ -78,12 +78,9 @@ def jobs_needing_billing(*, account: Account) -> list[Job]:
 
     On a paid model, or on a free-tier one whose free hours are all used up.
     """
-    used_up = {
-        grant.gpu_model_id
-        for grant in FreeGrant.objects.filter(account=account)
-        if grant.is_used_up
-    }
-    granted = set(FreeGrant.objects.filter(account=account).values_list("gpu_model_id", flat=True))
+    grants = list(FreeGrant.objects.filter(account=account))
+    granted = {grant.gpu_model_id for grant in grants}
+    used_up = {grant.gpu_model_id for grant in grants if grant.is_used_up}
     unfinished = (
         Job.objects.filter(
             owner_id=account.user_id,
