@@ -95,3 +95,24 @@ def test_an_invalid_value_gets_a_message_as_it_is_typed_and_the_summary_says_why
     expect(page.locator("#field-gpu_count")).to_contain_text(count_message)
     expect(page.locator(".summary")).to_contain_text(count_message)
     expect(count).to_have_value("0")
+
+
+def test_ports_and_limits_get_a_message_as_they_are_typed(browser, live_server, site, owner):
+    page = new_job_page(browser, live_server, owner)
+    page.locator("#id_ports").fill("8080, 80")
+    expect(page.locator("#field-ports")).to_contain_text(
+        "Port 80 is out of range: ports must be between 1025 and 65535"
+    )
+    page.locator("#id_max_runtime_unit").select_option("minutes")
+    page.locator("#id_max_runtime").fill("0")
+    expect(page.locator("#field-max_runtime")).to_contain_text(
+        "Max run time must be between 1 and 525,600 minutes (365 days); you gave 0"
+    )
+    page.locator("#id_max_retries").fill("11")
+    expect(page.locator("#field-max_retries")).to_contain_text(
+        "Replica retries must be between 0 and 10; you gave 11"
+    )
+    expect(page.locator("#id_max_retries")).to_be_focused()
+    page.locator("#id_max_retries").fill("2")
+    expect(page.locator("#field-max_retries")).not_to_contain_text("Replica retries must be")
+    expect(page.locator("#id_ports")).to_have_value("8080, 80")
