@@ -22,7 +22,8 @@ from .services.submit import job_submit
 TEMPLATE = "jobs/job_form.html"
 # What htmx may ask to re-render after a change ("apply"), by panel name.
 # "resource-checks": the resource section's messages and summary only, as a value is typed.
-APPLY_PANELS = {"resources", "resource-checks", "project-items"}
+# "limit-checks": the same for the ports and limits.
+APPLY_PANELS = {"resources", "resource-checks", "limit-checks", "project-items"}
 
 
 @require_http_methods(["GET", "POST"])

@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db.models import prefetch_related_objects
+from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 from billing.rules import gpu_model_refusals
@@ -24,6 +25,7 @@ from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
 from jobs.services.admission import request_admission, request_billing_errors
+from jobs.services.job_input import job_input_errors
 from jobs.services.resources_input import FieldErrors, job_resources_resolve, resources_resolve
 from resources.describe import describe_request
 from resources.feasibility import Feasibility
@@ -31,7 +33,7 @@ from resources.models import GpuModel, ResourceKind, SiteSettings, Spec
 from resources.ratios import mib_to_gib, milli_to_cores
 from resources.request import ResourceRequest
 
-from .job_fields import CUSTOM, LIVE_FIELDS, JobFields
+from .job_fields import CUSTOM, LIMIT_FIELDS, LIVE_FIELDS, JobFields
 from .model_choices import default_model, gpu_model_label, grouped_choices, offered_models
 
 MULTI_FIELDS = ("datasets", "pretrained_models")
@@ -256,10 +258,25 @@ class JobForm(JobFields):
             rename = {"gpu_model": "spec"} if self.spec_mode else {}
             errors.merge(request_billing_errors(user=self.user, request=request), rename)
         # Shown next to their fields as they are typed, before any submit.
-        self.live_errors = {
+        self._resource_errors = {
             name: messages for name, messages in errors.items() if name in self.fields
         }
         return request
+
+    def live_errors(self, name: str) -> list[str]:
+        """What is wrong with field ``name`` as typed (the resource and limit fields)."""
+        if name in LIMIT_FIELDS:
+            return self._limit_errors.get(name, [])
+        return self._resource_errors.get(name, [])
+
+    @cached_property
+    def _limit_errors(self) -> dict[str, list[str]]:
+        errors = job_input_errors(user=self.user, data=self.submit_data())
+        named = {SERVICE_TO_FORM.get(field, field): messages for field, messages in errors.items()}
+        return {name: named[name] for name in LIMIT_FIELDS if name in named}
+
+    def limit_fields(self) -> list:
+        return [self[name] for name in LIMIT_FIELDS]
 
     def live_fields(self) -> list:
         """The fields whose live messages a check re-renders (the resource section's)."""
@@ -267,7 +284,7 @@ class JobForm(JobFields):
         return [self[name] for name in LIVE_FIELDS if name not in spec_fields]
 
     def live_error_list(self) -> list[str]:
-        return [message for name in LIVE_FIELDS for message in self.live_errors.get(name, [])]
+        return [message for name in LIVE_FIELDS for message in self._resource_errors.get(name, [])]
 
     def _show_derived_values(self) -> None:
         """Show what the ratios give in the fields the user did not set (read-only there)."""

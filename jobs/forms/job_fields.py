@@ -39,9 +39,12 @@ LIVE_FIELDS = (
     "storage_gib",
 )
 
+# The "Ports and limits" fields, checked the same way by the submit service's input checks.
+LIMIT_FIELDS = ("ports", "max_runtime", "max_retries")
+
 
 class JobFields(forms.Form):
-    live_field_names = LIVE_FIELDS
+    live_field_names = LIVE_FIELDS + LIMIT_FIELDS
 
     project = NameChoiceField(label=_("Project"))
     name = forms.CharField(label=_("Name"), required=False)

@@ -50,9 +50,34 @@ class JobInput:
     augmentation_command: str = ""
 
 
+def job_input_errors(*, user: AbstractBaseUser, data: dict) -> FieldErrors:
+    """What ``job_input_resolve`` would refuse in ``data``, by field, without raising.
+
+    The New job form shows them next to their fields as they are typed.
+    """
+    errors = FieldErrors()
+    _checked(user, data, errors)
+    return errors
+
+
 def job_input_resolve(*, user: AbstractBaseUser, data: dict) -> JobInput:
     """Check ``data`` field by field; ``ValidationError`` with every problem at once."""
     errors = FieldErrors()
+    data, project, request, values = _checked(user, data, errors)
+    errors.raise_if_any()
+    config_mode = data.get("config_mode") or Job.ConfigMode.PARAMETER
+    return JobInput(
+        project=project,
+        task_mode=data.get("task_mode") or Job.TaskMode.SINGLE,
+        config_mode=config_mode,
+        spec=Spec.objects.get(name=data["spec"]) if config_mode == Job.ConfigMode.SPEC else None,
+        request=request,
+        **values,
+    )
+
+
+def _checked(user: AbstractBaseUser, data: dict, errors: FieldErrors) -> tuple:
+    """Each field's value, checked; every problem goes to ``errors``."""
     template, data = template_resolve(data=data, errors=errors)
     project = _project(user, data.get("project"), errors)
     request = resources_resolve(user=user, data=data, errors=errors)
@@ -70,16 +95,7 @@ def job_input_resolve(*, user: AbstractBaseUser, data: dict) -> JobInput:
     }
     if project is not None:
         values.update(_project_items(project, data, errors))
-    errors.raise_if_any()
-    config_mode = data.get("config_mode") or Job.ConfigMode.PARAMETER
-    return JobInput(
-        project=project,
-        task_mode=data.get("task_mode") or Job.TaskMode.SINGLE,
-        config_mode=config_mode,
-        spec=Spec.objects.get(name=data["spec"]) if config_mode == Job.ConfigMode.SPEC else None,
-        request=request,
-        **values,
-    )
+    return data, project, request, values
 
 
 def _project(user: AbstractBaseUser, name: str | None, errors: FieldErrors) -> Project | None:

@@ -10,4 +10,5 @@ def live_errors(field) -> list[str]:
     """What the form's live check found wrong with ``field``; none once submit said it."""
     if field.errors:
         return []
-    return getattr(field.form, "live_errors", {}).get(field.name, [])
+    live_errors = getattr(field.form, "live_errors", None)
+    return live_errors(field.name) if live_errors else []
