@@ -324,3 +324,14 @@ def test_the_summary_says_what_is_wrong_instead_of_disappearing(owner_client, si
     summary = re.search(r'<p class="summary[^"]*"[^>]*>(.*?)</p>', html, re.S)
     assert summary, html
     assert "CPU cores must be more than 0; you gave -2" in summary.group(1)
+
+
+@pytest.mark.parametrize(("panel", "most"), [("resource-checks", 19), ("limit-checks", 25)])
+def test_a_check_as_typed_takes_few_queries(
+    owner_client, site, django_assert_max_num_queries, panel, most
+):
+    owner_client.get(URL)  # the session and the account exist, as when typing
+    data = form_post(kind="cpu", cpu_cores="-2", _action="apply", _panel=panel)
+    with django_assert_max_num_queries(most):
+        response = owner_client.post(URL, data, **HTMX)
+    assert 'hx-swap-oob="true"' in response.content.decode()
