@@ -159,7 +159,7 @@ def feasibility_text(answer: dict) -> str:
 
 def free_text(free: dict) -> str:
     gpus = table(
-        ["MODEL", "FREE CARDS", "LARGEST ON ONE NODE", "NODES", "FREE VGPU %"],
+        ["MODEL", "FREE CARDS", "LARGEST ON ONE NODE", "NODES", "FREE VGPU %", "FOR YOU"],
         (
             [
                 m["name"],
@@ -167,10 +167,17 @@ def free_text(free: dict) -> str:
                 m["largest_free_on_one_node"],
                 m["nodes"],
                 m["free_vgpu_compute_percent"] if m["supports_vgpu"] else "-",
+                "yes" if m.get("available_to_you", True) else "no",
             ]
             for m in free["gpu_models"]
         ),
     )
+    # Why the account may not use a model: the API's reason, in the language of LANG.
+    refused = [
+        f"{m['name']}: {m['not_available_reason']}"
+        for m in free["gpu_models"]
+        if m.get("not_available_reason")
+    ]
     cpu = free["cpu"]
     quota = free["quota"]
     quota_rows = [
@@ -183,6 +190,7 @@ def free_text(free: dict) -> str:
         [
             f"Free resources as of {when(free['as_of'])} (a snapshot, not live):",
             gpus,
+            *refused,
             "",
             f"CPU: {number(cpu['free_cores'])} of {number(cpu['total_cores'])} cores free "
             f"(at most {number(cpu['largest_free_cores_on_one_node'])} on one node), "
