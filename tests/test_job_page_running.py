@@ -83,3 +83,13 @@ def test_a_finished_job_does_not_wait_for_outputs(owner_client, settings, tmp_pa
     html = page(owner_client, done.job)
     assert "Nothing in /trainyard/output yet" not in html
     assert "The job wrote nothing to /trainyard/output." in html
+
+
+def test_a_page_opened_before_the_start_gets_the_assigned_values_with_the_state(
+    owner_client, running
+):
+    # The page last showed the job waiting: the poll that sees it running refreshes the values.
+    html = panel(owner_client, running.job, state="quota_wait")
+    assert 'id="environment-card" hx-swap-oob="true"' in html
+    assert env_value(html, "TRAINYARD_PORT_8080") == "40123"
+    assert 'id="environment-card"' not in panel(owner_client, running.job, state="running")
