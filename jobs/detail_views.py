@@ -57,15 +57,18 @@ def detail_context(job: Job, **extra) -> dict:
         # Host ports are held while the job is placed; each open port is published there.
         "published": job_connect_points(job),
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
-        "environment": shown_environment(
-            job_environment(environment_input_for_job(job), _placement(job))
-        ),
+        "environment": page_environment(job),
         "events": job_events(job),
         "times": job_times(job=job),
         # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.
         "unisolated": job.replica_set.filter(node__sandboxed=False).exists(),
         **extra,
     }
+
+
+def page_environment(job: Job) -> dict[str, str]:
+    """The variables as the page shows them: with what replica 0 was given once it started."""
+    return shown_environment(job_environment(environment_input_for_job(job), _placement(job)))
 
 
 def _placement(job: Job) -> ReplicaPlacement | None:

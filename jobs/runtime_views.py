@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from .detail_views import job_events, visible_job
+from .detail_views import job_events, page_environment, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
 from .execution.files import open_output_file, replica_output_dir
@@ -96,6 +96,7 @@ def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     if request.GET.get("state", job.state) != job.state:
         context["times"] = job_times(job=job)
         context["events"] = job_events(job)
+        context["environment"] = page_environment(job)
     return render(request, "jobs/_runtime_panel.html", context)
 
 
