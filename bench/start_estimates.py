@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import logging
 import math
 import random
 import statistics
@@ -75,6 +76,7 @@ def main() -> None:
     args = parser.parse_args()
 
     django_setup()
+    logging.disable(logging.INFO)  # the job events' log lines
     rng = random.Random(args.seed)
     nodes = sample_nodes(read_csv(args.trace / "openb_node_list_gpu_node.csv"), args.nodes, rng)
     tasks = choose_tasks(read_csv(args.trace / "openb_pod_list_default.csv"), args, rng, nodes)
@@ -289,18 +291,20 @@ def report(records: dict[int, Record], pass_seconds, forecast_seconds, wall: flo
         f"{statistics.mean(forecast_seconds) * 1e3:.0f} ms mean, "
         f"p90 {quantile(forecast_seconds, 0.9) * 1e3:.0f} ms"
     )
-    print(f"  {'estimator':<22} {'median':>8} {'p90':>8} {'no estimate':>12}")
+    print(f"  {'estimator':<22} {'median':>8} {'p90':>8} {'bias':>8} {'no estimate':>12}")
     for label, pick in (("forecast (now)", "estimate"), ("baseline (before)", "baseline")):
-        errors = [
-            abs((getattr(r, pick) - r.started).total_seconds()) / wait(r)
+        signed = [
+            (getattr(r, pick) - r.started).total_seconds() / wait(r)
             for r in waited
             if getattr(r, pick) is not None
         ]
+        errors = [abs(error) for error in signed]
         missing = len(waited) - len(errors)
         print(
             f"  {label:<22} {statistics.median(errors):>8.1%} {quantile(errors, 0.9):>8.1%}"
-            f" {missing:>12}"
+            f" {statistics.median(signed):>+8.1%} {missing:>12}"
         )
+    print("  (bias: the median of (expected − actual) / wait; + is late)")
 
 
 def wait(record: Record) -> float:
