@@ -14,7 +14,6 @@ max run time (and, without one, takes the job's end as unknown).
 from __future__ import annotations
 
 import math
-import statistics
 
 from jobs.models import Job
 
@@ -40,7 +39,12 @@ def expected_seconds(job: Job, estimator: Estimator | None = None) -> int | None
 
 
 def used_share(*, owner_id: int) -> float | None:
-    """The mean share of its max run time a recent job ran (one or two queries)."""
+    """The share of their max run times recent jobs ran, all together (one or two queries).
+
+    Time run over time allowed, not the mean of each job's share: a queue waits for
+    the sum of the jobs ahead, and when max run times are a random 1–4 × the run, the
+    mean share (0.46) overstates that sum by 15 % where the sums' share (0.40) does not.
+    """
     ended = Job.objects.filter(
         state__in=ENDED_STATES,
         max_runtime_minutes__isnull=False,
@@ -48,12 +52,12 @@ def used_share(*, owner_id: int) -> float | None:
         finished_at__isnull=False,
     ).order_by("-pk")
     for runs, limit in ((ended.filter(owner_id=owner_id), OWN_RUNS), (ended, RECENT_RUNS)):
-        shares = [
-            min(1.0, (finished - started).total_seconds() / (max_runtime * 60))
-            for started, finished, max_runtime in runs.values_list(
-                "started_at", "finished_at", "max_runtime_minutes"
-            )[:limit]
+        rows = runs.values_list("started_at", "finished_at", "max_runtime_minutes")[:limit]
+        allowed = [max_runtime * 60 for _started, _finished, max_runtime in rows]
+        ran = [
+            min(limit_seconds, (finished - started).total_seconds())
+            for (started, finished, _max), limit_seconds in zip(rows, allowed, strict=True)
         ]
-        if len(shares) >= FEW_RUNS:
-            return statistics.fmean(shares)
+        if len(rows) >= FEW_RUNS:
+            return sum(ran) / sum(allowed)
     return None
