@@ -20,5 +20,7 @@ def test_admin_finds_opens_and_stops_alices_job(browser, live_server, alices_job
     page.get_by_role("link", name="alice-train").click()
     expect(page.locator("h1")).to_contain_text("alice-train")
     page.get_by_role("button", name="Stop job").click()
+    # Stop job asks first, on a page of its own; only its button stops.
+    page.get_by_role("button", name=f"Yes, stop job #{alices_job.pk}").click()
     expect(page.locator("body")).to_contain_text(f"Stop requested for job #{alices_job.pk}")
     assert Job.objects.get(pk=alices_job.pk).state == Job.State.STOPPED
