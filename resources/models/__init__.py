@@ -1,0 +1,32 @@
+"""GPU models, nodes and their cards, specs, quotas, allocations and snapshots.
+
+Memory is kept in MiB and CPU in millicores (as Kubernetes and the Alibaba
+trace do) so that sums and CHECK constraints are exact integers; pages and the
+API show GiB and cores. One module per responsibility; import from here.
+"""
+
+from .allocations import Allocation, CardAllocation, FreeResourceSnapshot
+from .gpu_models import GpuModel, ResourceKind, SlurmGpuType
+from .nodes import GpuCard, Node
+from .quotas import Quota
+from .site import SiteSettings
+from .specs import Spec
+from .units import MIB_PER_GIB, MILLI_PER_CORE, exact_decimal, exact_gib
+
+__all__ = [
+    "MIB_PER_GIB",
+    "MILLI_PER_CORE",
+    "Allocation",
+    "CardAllocation",
+    "FreeResourceSnapshot",
+    "GpuCard",
+    "GpuModel",
+    "Node",
+    "Quota",
+    "ResourceKind",
+    "SiteSettings",
+    "SlurmGpuType",
+    "Spec",
+    "exact_decimal",
+    "exact_gib",
+]

@@ -1,0 +1,55 @@
+"""The site's settings: one row, read with ``SiteSettings.load()``."""
+
+from django.db import models
+from django.db.models import F, Q
+from django.utils.translation import gettext_lazy as _
+
+
+class SiteSettings(models.Model):
+    """The site-wide switches an admin sets; a singleton (pk 1)."""
+
+    spec_management_enabled = models.BooleanField(_("spec management enabled"), default=False)
+    max_nodes_per_job = models.PositiveSmallIntegerField(_("max nodes per job"), default=6)
+    free_grant_card_hours = models.DecimalField(
+        _("free grant (card-hours)"), max_digits=10, decimal_places=2, default=100
+    )
+    port_pool_start = models.PositiveIntegerField(_("first host port of the pool"), default=40000)
+    port_pool_size = models.PositiveIntegerField(_("host ports in the pool"), default=19500)
+    stop_grace_seconds = models.PositiveIntegerField(_("stop grace period (s)"), default=30)
+    heartbeat_timeout_seconds = models.PositiveIntegerField(
+        _("node heartbeat timeout (s)"), default=60
+    )
+    # Kept by the heartbeat check itself (jobs/execution/nodes.py): since when it has been
+    # watching without a gap, and when it last looked. Not for admins to set.
+    heartbeat_watch_since = models.DateTimeField(null=True, blank=True, editable=False)
+    heartbeat_checked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = _("site settings")
+        verbose_name_plural = _("site settings")
+        constraints = [
+            models.CheckConstraint(condition=Q(pk=1), name="site_settings_singleton"),
+            models.CheckConstraint(
+                condition=Q(max_nodes_per_job__gte=2),
+                name="site_settings_max_nodes_gte_2",
+                violation_error_message=_("Max nodes per job is at least 2."),
+            ),
+            models.CheckConstraint(
+                condition=Q(port_pool_start__gte=1025)
+                & Q(port_pool_size__gte=1)
+                & Q(port_pool_start__lte=65536 - F("port_pool_size")),
+                name="site_settings_port_pool_in_range",
+                violation_error_message=_(
+                    "The port pool starts at 1025 or above, holds at least 1 port "
+                    "and ends at 65535 or below."
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return str(_("Site settings"))
+
+    @classmethod
+    def load(cls) -> "SiteSettings":
+        obj, _created = cls.objects.get_or_create(pk=1)
+        return obj

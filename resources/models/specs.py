@@ -1,0 +1,67 @@
+"""Specs: named resource shapes that admins offer on the New job form."""
+
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from .gpu_models import GpuModel, ResourceKind
+
+
+class Spec(models.Model):
+    """An admin-made bundle of resources users pick in spec mode."""
+
+    name = models.CharField(_("name"), max_length=128, unique=True)
+    kind = models.CharField(_("kind"), max_length=8, choices=ResourceKind.choices)
+    gpu_model = models.ForeignKey(
+        GpuModel, on_delete=models.PROTECT, null=True, blank=True, verbose_name=_("GPU model")
+    )
+    gpu_count = models.PositiveSmallIntegerField(_("GPU count"), default=0)
+    vgpu_compute_percent = models.PositiveSmallIntegerField(
+        _("compute % per GPU"), null=True, blank=True
+    )
+    vgpu_memory_mib = models.PositiveIntegerField(
+        _("GPU memory per GPU (MiB)"), null=True, blank=True
+    )
+    cpu_milli = models.PositiveIntegerField(_("CPU (millicores)"))
+    memory_mib = models.PositiveBigIntegerField(_("memory (MiB)"))
+    storage_gib = models.PositiveIntegerField(_("temporary storage (GiB)"), default=10)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    order = models.PositiveSmallIntegerField(_("order"), default=0)
+
+    class Meta:
+        ordering = ["order", "name"]
+        verbose_name = _("spec")
+        verbose_name_plural = _("specs")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind="cpu", gpu_model__isnull=True, gpu_count=0)
+                | Q(kind__in=["gpu", "vgpu"], gpu_model__isnull=False, gpu_count__gte=1),
+                name="spec_gpu_fields_match_kind",
+                violation_error_message=_(
+                    "A CPU spec has no GPU model and a GPU count of 0; a GPU or virtual-GPU spec "
+                    "needs a GPU model and a GPU count of at least 1."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="vgpu", vgpu_compute_percent__gte=1, vgpu_compute_percent__lte=100)
+                | (~Q(kind="vgpu") & Q(vgpu_compute_percent__isnull=True)),
+                name="spec_vgpu_compute_1_100",
+                violation_error_message=_(
+                    "Compute per GPU is between 1 and 100 percent for a virtual-GPU spec, "
+                    "and empty for the other kinds."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=Q(storage_gib__gte=2),
+                name="spec_storage_gte_2",
+                violation_error_message=_("Temporary storage is at least 2 GiB."),
+            ),
+            models.CheckConstraint(
+                condition=Q(cpu_milli__gt=0),
+                name="spec_cpu_gt_0",
+                violation_error_message=_("CPU (cores) must be more than 0."),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
