@@ -99,6 +99,46 @@ def test_replica_killed_because_a_peer_failed_ends_stopped(attempt, tmp_path):
     assert "after replica 1 failed" in result.reason.english
 
 
+def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm_job_ended(
+    db, settings, tmp_path
+):
+    """The race CI saw: replica 1's exit.json was reported first (a report task), and squeue
+    showed the Slurm job ended before the stop for replica 0 was written: replica 0 was killed
+    by Slurm because its peer failed, so it ends stopped, not failed."""
+    from django.utils import timezone
+
+    from jobs.execution.replica.folder import AttemptFolder
+    from jobs.execution.slurm import track
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    job = JobFactory(task_mode="distributed", replicas=2, attempt=1, state="running")
+    attempts = []
+    for index in range(2):
+        node = NodeFactory(executor="slurm")
+        replica = job.replica_set.create(index=index, node=node)
+        attempts.append(
+            ReplicaAttempt.objects.create(
+                replica=replica,
+                number=1,
+                node=node,
+                external_id="42",
+                state=State.RUNNING,
+                started_at=T0,
+            )
+        )
+    waiting, failing = attempts
+    exit = {"exit_code": 1, "summary": "exit code 1", "ended_at": T0.isoformat()}
+    AttemptFolder(failing.node.name, failing.pk).path.mkdir(parents=True)
+    AttemptFolder(failing.node.name, failing.pk).write("exit", exit)
+    track.report_from_files("42", [failing.pk])
+    assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
+
+    track._report_ends([waiting], slurm_job("FAILED", 1 << 8), timezone.now())
+    waiting.refresh_from_db()
+    assert waiting.state == State.STOPPED, waiting.reason
+    assert "after replica 1 failed" in waiting.reason
+
+
 @pytest.mark.parametrize(
     ("state", "pending", "active", "ended"),
     [
