@@ -268,7 +268,7 @@ def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: date
     folders = {a.pk: AttemptFolder(a.node.name, a.pk) for a in group}
     exits = {a.pk: folders[a.pk].read("exit") for a in group}
     failed = [a for a in group if exits[a.pk] and exits[a.pk]["exit_code"]]
-    peer_failed = failed[0].replica.index if failed else None
+    peer_failed = _failed_replica(group, slurm_job.job_id, failed)
     # The replica that failed first, so the job's reason names the real failure.
     for attempt in sorted(group, key=lambda a: a not in failed):
         record = ReplicaRecord(
@@ -291,6 +291,29 @@ def _report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: date
             reason=result.reason,
             platform_fault=result.platform_fault,
         )
+
+
+def _failed_replica(
+    group: list[ReplicaAttempt], slurm_id: str, failed: list[ReplicaAttempt]
+) -> int | None:
+    """The index of a replica of this Slurm job that exited non-zero: one of ``group``, or a
+    peer already reported from its own exit.json (a report task can end it before squeue shows
+    the Slurm job ended, and before the stop it sent the others is written)."""
+    if failed:
+        return failed[0].replica.index
+    reported = (
+        ReplicaAttempt.objects.filter(
+            external_id=slurm_id,
+            replica__job_id=group[0].replica.job_id,
+            number=group[0].number,
+            state=State.FAILED,
+            platform_fault=False,
+        )
+        .exclude(pk__in=[a.pk for a in group])
+        .order_by("ended_at", "replica__index")
+        .values_list("replica__index", flat=True)
+    )
+    return reported.first()
 
 
 def _enforce_stops(
