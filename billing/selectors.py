@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.db.models import Max, OuterRef, QuerySet, Subquery, Sum
+from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from jobs.models import Job
 from resources.models import GpuModel
 
-from .models import Account, FreeGrant, Price, UsageHour, UsageRecord, hours
+from .models import Account, FreeGrant, Price, UsageHour, hours
 from .months import Month, site_zone
 
 ZERO = Decimal(0)
@@ -119,22 +119,6 @@ class Statement:
     def total_billable_card_hours(self) -> Decimal:
         card = [line.sums for line in self.lines if line.unit == Price.Unit.CARD_HOUR]
         return sum(card, UsageSums()).billable_hours
-
-
-def jobs_with_usage(jobs: QuerySet[Job]) -> QuerySet[Job]:
-    """``jobs`` annotated with what the ledger holds for each, in the jobs' own query:
-    ``ledger_hours`` (card-hours, or core-hours of a CPU job), ``ledger_amount``,
-    ``ledger_currency`` (None for a job with no usage)."""
-    of_job = UsageRecord.objects.filter(job=OuterRef("pk")).order_by().values("job")
-
-    def total(expression):
-        return Subquery(of_job.annotate(total=expression).values("total")[:1])
-
-    return jobs.annotate(
-        ledger_hours=total(Sum("unit_seconds") / 3600),
-        ledger_amount=total(Sum("amount")),
-        ledger_currency=total(Max("currency")),
-    )
 
 
 def month_usage(month: Month) -> QuerySet[UsageHour]:

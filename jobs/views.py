@@ -7,10 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy as _
 
-from billing.selectors import jobs_with_usage
-
 from .models import Job, Project
 from .selectors import jobs_user_may_operate, projects_for_user
+from .usage import jobs_with_usage
 
 JOBS_PER_PAGE = 25
 FILTERS = ("state", "project", "user", "node")
