@@ -169,7 +169,7 @@ def stage_times(jobs, events) -> dict[str, list[float]]:
 def cast(node_count: int):
     from django.contrib.auth import get_user_model
 
-    from billing.services import account_for_user
+    from billing.accounts import account_for_user
     from jobs.models import Project
     from resources.models import Node
 

@@ -51,7 +51,7 @@ def main() -> None:
 def site_setup() -> str:
     from django.contrib.auth import get_user_model
 
-    from billing.services import account_for_user
+    from billing.accounts import account_for_user
     from jobs.models import ApiToken, Image, Project
     from resources.models import GpuCard, GpuModel, Node
 

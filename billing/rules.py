@@ -26,9 +26,9 @@ from django.utils.translation import gettext_lazy
 
 from resources.models import GpuModel, ResourceKind
 
+from .accounts import account_for_user
 from .formatting import grant_figures, hours_text
 from .models import Account, FreeGrant, model_is_free_tier
-from .services import account_for_user
 
 
 def cards_per_replica(

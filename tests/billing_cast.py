@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.models import FreeGrant, Price, UsageRecord
-from billing.services import account_for_user
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
 

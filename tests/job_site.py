@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.models import Project
 from resources.models import GpuModel
 from tests.factories import (

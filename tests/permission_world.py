@@ -16,8 +16,9 @@ from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from billing.accounts import account_for_user
 from billing.models import Account, Price, UsageRecord
-from billing.services import account_for_user, usage_accrue
+from billing.services import usage_accrue
 from jobs.execution.files import attempt_log_path, replica_output_dir
 from jobs.models import ApiToken, Job, PersonalTemplate, Replica, ReplicaAttempt, WorkloadTemplate
 from jobs.services.personal_templates import personal_template_save

@@ -5,8 +5,9 @@ from decimal import Decimal
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.models import AttemptAccrual, FreeGrant, UsageRecord
-from billing.services import account_for_user, usage_accrue
+from billing.services import usage_accrue
 from billing.services.hours import usage_hours_add
 from jobs.models import Job, ReplicaAttempt
 from tests.billing_cast import (

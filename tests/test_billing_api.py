@@ -4,7 +4,8 @@ from datetime import timedelta
 
 import pytest
 
-from billing.services import account_enable_billing, account_for_user, usage_accrue
+from billing.accounts import account_for_user
+from billing.services import account_enable_billing, usage_accrue
 from jobs.models import ApiToken
 from tests.billing_cast import (
     LATER,

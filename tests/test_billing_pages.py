@@ -8,8 +8,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from billing.accounts import account_for_user
 from billing.models import AccountEvent, FreeGrant
-from billing.services import account_enable_billing, account_for_user, usage_accrue
+from billing.services import account_enable_billing, usage_accrue
 from tests.billing_cast import (
     LATER,
     T0,

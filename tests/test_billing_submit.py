@@ -9,8 +9,8 @@ hours run out (tests/test_billing_grant.py).
 import pytest
 from django.core.exceptions import ValidationError
 
+from billing.accounts import account_for_user
 from billing.models import FreeGrant
-from billing.services import account_for_user
 from jobs.services.submit import job_submit
 from tests.job_site import build_site, job_body
 

@@ -10,8 +10,9 @@ import psycopg
 import pytest
 from django.db import connection
 
+from billing.accounts import account_for_user
 from billing.models import UsageRecord
-from billing.services import account_enable_billing, account_for_user, usage_accrue
+from billing.services import account_enable_billing, usage_accrue
 from billing.tasks import accrue_usage
 from tests.agent_support import wait_until
 from tests.billing_cast import (

@@ -5,8 +5,8 @@ from decimal import Decimal
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.models import Price
-from billing.services import account_for_user
 from jobs.estimates.cost import estimate_cost
 from jobs.estimates.estimate import Estimator
 from jobs.estimates.formatting import duration_text

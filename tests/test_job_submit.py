@@ -3,7 +3,7 @@
 import pytest
 from django.core.exceptions import ValidationError
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.models import Job, JobEvent
 from jobs.services.hooks import request_pass
 from jobs.services.ports import job_ports_update

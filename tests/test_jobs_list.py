@@ -8,8 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
 
+from billing.accounts import account_for_user
 from billing.models import UsageRecord
-from billing.services import account_for_user
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.factories import JobFactory, NodeFactory
 from tests.job_site import build_site

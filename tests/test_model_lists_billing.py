@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.models import FreeGrant
-from billing.services import account_for_user
 from resources.models import SiteSettings
 from tests.factories import SpecFactory
 from tests.job_site import build_site, form_post

@@ -27,7 +27,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.models import Job
 from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop

@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.estimates.rules import template_errors, templates_for_user
 from jobs.estimates.seed import seed_templates
 from jobs.models import EstimatePoint, WorkloadTemplate

@@ -3,8 +3,6 @@
 from .accounts import (
     account_disable_billing,
     account_enable_billing,
-    account_for_user,
-    free_grant_give,
     jobs_needing_billing,
 )
 from .accrual import usage_accrue
@@ -13,7 +11,5 @@ __all__ = [
     "account_disable_billing",
     "account_enable_billing",
     "jobs_needing_billing",
-    "account_for_user",
-    "free_grant_give",
     "usage_accrue",
 ]

@@ -7,25 +7,7 @@ from django.utils import timezone
 from billing.models import Account, AccountEvent, FreeGrant, model_is_free_tier
 from jobs.models import Job
 from jobs.services.stop import job_stop
-from resources.models import GpuModel, SiteSettings
 from trainyard.reasons import Reason
-
-
-def account_for_user(*, user: AbstractBaseUser) -> Account:
-    """The user's account, created on first use with the site's free grant."""
-    account, created = Account.objects.get_or_create(user=user)
-    if created:
-        free_grant_give(account=account)
-    return account
-
-
-def free_grant_give(*, account: Account) -> None:
-    """Give each free-tier model's grant once; a second call changes nothing."""
-    hours = SiteSettings.load().free_grant_card_hours
-    for gpu_model in GpuModel.objects.filter(free_tier=True):
-        FreeGrant.objects.get_or_create(
-            account=account, gpu_model=gpu_model, defaults={"card_hours": hours}
-        )
 
 
 def account_enable_billing(*, account: Account, actor: AbstractBaseUser) -> None:

@@ -27,15 +27,15 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from billing.accounts import account_for_user
 from billing.models import SECONDS_PER_HOUR, Account, AttemptAccrual, FreeGrant, Price, UsageRecord
+from billing.periods import Period, grid_floor, split_periods, to_second
+from billing.pricing import PriceBook
 from jobs.models import ReplicaAttempt
 from resources.models import ResourceKind, SiteSettings
 
-from .accounts import account_for_user
 from .grants import GrantUse, grant_consequences
 from .hours import usage_hours_add
-from .periods import Period, grid_floor, split_periods, to_second
-from .pricing import PriceBook
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.utils import timezone
 
 from billing.models import SECONDS_PER_HOUR, Account, FreeGrant, Price
-from billing.services.pricing import PriceBook
+from billing.pricing import PriceBook
 from resources.models import GpuModel
 
 from .estimate import Estimate

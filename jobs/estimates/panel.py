@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.models import WorkloadTemplate
 from resources.models import GpuModel
 

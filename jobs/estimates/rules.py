@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
-from billing.services import account_for_user
+from billing.accounts import account_for_user
 from jobs.models import WorkloadTemplate
 from resources.models import GpuModel
 

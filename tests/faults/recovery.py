@@ -37,8 +37,8 @@ from django.conf import settings
 from django.db import connection
 
 from billing.models import UsageRecord
+from billing.periods import to_second
 from billing.services import usage_accrue
-from billing.services.periods import to_second
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 from jobs.scheduler.passes import PASS_LOCK_KEY
 from resources.models import Allocation, CardAllocation, Node

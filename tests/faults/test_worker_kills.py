@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.models import AttemptAccrual, UsageRecord
-from billing.services import account_enable_billing, account_for_user
+from billing.services import account_enable_billing
 from billing.tasks import accrue_usage
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt

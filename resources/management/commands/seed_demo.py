@@ -12,8 +12,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from billing.accounts import account_for_user
 from billing.models import Price
-from billing.services import account_for_user
 from jobs.estimates.seed import seed_templates
 from jobs.models import CodeVersion, Dataset, Image, PretrainedModel, Project
 from resources.models import GpuModel, Node, Quota, SiteSettings, Spec
