@@ -31,6 +31,7 @@ from resources.models import Node, SiteSettings
 from resources.services import node_sync_cards
 from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
+from tests.support.workers import host_port_offset
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_SECONDS = 0.3
@@ -204,7 +205,7 @@ def place(
 def _free_host_port():
     settings_row = SiteSettings.load()
     used = set(PortAllocation.objects.values_list("host_port", flat=True))
-    for port in range(settings_row.port_pool_start + 1000, 65535):
+    for port in range(settings_row.port_pool_start + 1000 + host_port_offset(), 65535):
         if port not in used:
             yield port
 

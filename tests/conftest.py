@@ -4,6 +4,7 @@ import pytest
 from django.conf import settings
 
 from tests.factories import ProjectFactory, UserFactory
+from tests.support.workers import isolate_this_worker, mark_shared_host_tests
 
 # Workers, agents and beat started by tests log every task: tests wait on those lines.
 os.environ.setdefault("TRAINYARD_VERBOSE", "1")
@@ -25,6 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"CI requires PostgreSQL, got {engine}")
         if not os.environ.get("REDIS_URL"):
             raise pytest.UsageError("CI requires REDIS_URL")
+    isolate_this_worker()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_shared_host_tests(items)
 
 
 @pytest.fixture

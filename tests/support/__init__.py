@@ -1,0 +1,1 @@
+"""What the tests share: waiting on an event, starting real processes, parallel workers."""

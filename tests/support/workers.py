@@ -1,0 +1,79 @@
+"""Parallel test workers (pytest-xdist) that cannot see each other's work.
+
+Each worker has its own test database already (pytest-django adds the worker id to its
+name). Here it also gets its own Redis database, the Celery broker and the cache of every
+agent, worker and beat its tests start, so that no worker takes another's tasks, and a
+range of host ports of its own for the replicas its tests publish.
+
+Tests that share one thing of the host that cannot be split (the Slurm development
+cluster, the stand-in hosts' network namespaces) carry an ``xdist_group`` mark, and
+``--dist loadgroup`` runs each group on one worker, one test at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.conf import settings
+
+REDIS_DATABASES = 16
+# The databases of Redis that parallel workers take, after the one the run was given.
+PORTS_PER_WORKER = 2000
+
+
+def worker_index() -> int | None:
+    """0 for ``gw0``, 1 for ``gw1``…; None when the tests run in one process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker.removeprefix("gw")) if worker.startswith("gw") else None
+
+
+def redis_url_of_worker(url: str, index: int) -> str:
+    """The run's Redis URL with database ``given + 1 + index`` (modulo Redis's 16)."""
+    parts = urlsplit(url)
+    given = int(parts.path.strip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(given + 1 + index) % REDIS_DATABASES}"))
+
+
+def isolate_this_worker() -> None:
+    """Called when the test session starts, before any test talks to Redis or starts a
+    process: children inherit ``REDIS_URL`` from ``os.environ``."""
+    index = worker_index()
+    if index is None or not settings.REDIS_URL:
+        return
+    url = redis_url_of_worker(settings.REDIS_URL, index)
+    os.environ["REDIS_URL"] = url
+    settings.REDIS_URL = url
+    settings.CACHES["default"]["LOCATION"] = url
+    settings.CELERY_BROKER_URL = url
+    from trainyard.celery import app
+
+    app.conf.broker_url = url
+
+
+def host_port_offset() -> int:
+    """Where this worker's share of the test host ports begins, from the pool's start."""
+    return PORTS_PER_WORKER * (worker_index() or 0)
+
+
+# Fixtures that use one thing of the host for the whole test, and the group that runs
+# their tests one at a time on one worker.
+SHARED_HOST_FIXTURES = {
+    "slurm_cluster": "slurm",
+    "two_hosts": "stand-in-hosts",
+}
+
+
+def shared_host_group(item: pytest.Item) -> str | None:
+    names = set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("site") == "slurm":
+        names.add("slurm_cluster")  # ``site`` asks for its executor's fixture by name
+    return next((group for f, group in SHARED_HOST_FIXTURES.items() if f in names), None)
+
+
+def mark_shared_host_tests(items: list[pytest.Item]) -> None:
+    for item in items:
+        if group := shared_host_group(item):
+            item.add_marker(pytest.mark.xdist_group(group))
