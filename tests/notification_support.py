@@ -6,7 +6,7 @@ from functools import partial
 
 from jobs.models import Job, JobEvent
 from jobs.services.transitions import job_transition
-from notifications.triggers import enqueue_free_hours, enqueue_job_event
+from notifications.receivers import enqueue_free_hours, enqueue_job_event
 
 S = Job.State
 # The moves a job makes to reach each state, from quota wait.

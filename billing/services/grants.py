@@ -18,9 +18,9 @@ from django.db.models import Q
 
 from billing.formatting import hours_text
 from billing.models import Account, AccountEvent, FreeGrant
+from billing.signals import free_grant_crossed
 from jobs.models import Job, JobEvent
 from jobs.services.stop import job_stop
-from notifications.triggers import free_grant_crossed
 from trainyard.reasons import Reason
 
 WARNING_PERCENTS = (80, 95)
@@ -76,7 +76,7 @@ def grant_consequences(*, account: Account, grants: GrantUse) -> None:
             line = grant.card_seconds * percent / 100
             if before < line <= after:
                 _warn(account, grant, percent, job_ids)
-                free_grant_crossed(grant_id=grant.pk, percent=percent)
+                free_grant_crossed.send(sender=FreeGrant, grant_id=grant.pk, percent=percent)
         used_up = grant.is_used_up
         if used_up and before < after:
             AccountEvent.build(

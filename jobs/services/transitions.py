@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from jobs.event_log import log_job_event
 from jobs.models import Job, JobEvent
-from notifications.triggers import job_state_changed
+from jobs.signals import job_state_changed
 from trainyard.bulk import insert_rows, update_from_values
 from trainyard.reasons import Reason
 
@@ -86,7 +86,9 @@ def job_transition(
                 job=job, from_state=from_state, to_state=to_state, reason=reason, data=data or {}
             )
             event.save()
-            job_state_changed(event_id=event.pk, from_state=from_state, to_state=to_state)
+            job_state_changed.send(
+                sender=JobEvent, event_id=event.pk, from_state=from_state, to_state=to_state
+            )
     for name, value in updates.items():
         setattr(job, name, value)
     return True

@@ -1,0 +1,42 @@
+"""Receivers of the jobs and billing signals: each queues a notification task on commit.
+
+Connected in ``NotificationsConfig.ready()``. ``robust``: the change that
+triggered it has committed; a broker that cannot take the task must not fail
+the sender (the job's state machine, the accrual). Nothing is queued when the
+sender's transaction rolls back.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from billing.signals import free_grant_crossed
+from jobs.signals import job_state_changed
+
+from .rules import FREE_HOURS_PERCENTS, JOB_STATE_KINDS
+from .tasks import notify_free_hours, notify_job_event
+
+
+@receiver(job_state_changed, dispatch_uid="notifications.job_state_changed")
+def on_job_state_changed(*, event_id: int, from_state: str, to_state: str, **_) -> None:
+    """A state change's ``JobEvent``, inside its transaction."""
+    if from_state != to_state and to_state in JOB_STATE_KINDS:
+        transaction.on_commit(partial(enqueue_job_event, event_id), robust=True)
+
+
+@receiver(free_grant_crossed, dispatch_uid="notifications.free_grant_crossed")
+def on_free_grant_crossed(*, grant_id: int, percent: int, **_) -> None:
+    """An accrual took a free grant past ``percent`` of its hours."""
+    if percent in FREE_HOURS_PERCENTS:
+        transaction.on_commit(partial(enqueue_free_hours, grant_id, percent), robust=True)
+
+
+def enqueue_job_event(event_id: int) -> None:
+    notify_job_event.delay(event_id)
+
+
+def enqueue_free_hours(grant_id: int, percent: int) -> None:
+    notify_free_hours.delay(grant_id, percent)
