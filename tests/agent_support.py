@@ -15,7 +15,6 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,8 @@ from resources.models import Node, SiteSettings
 from resources.services import node_sync_cards
 from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
+from tests.support import processes
+from tests.support.waiting import wait_until
 from tests.support.workers import host_port_offset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,8 +63,6 @@ class Agent:
 
     def start(self) -> None:
         self.starts += 1
-        node_queues = [queue for node in self.nodes for queue in agent_queues(node.name)]
-        queues = ",".join(["celery"] * self.beat + node_queues)
         env = {
             **os.environ,
             "DATABASE_URL": database_url_for_subprocess(),
@@ -74,40 +73,31 @@ class Agent:
             "TRAINYARD_AGENT_NODES": ",".join(node.name for node in self.nodes),
             **self.extra_env,
         }
+        self.process = processes.launch(self.prefix + self.argv(), env=env, log=self.log_path)
+        wait_until(
+            lambda: "ready." in self.log_path.read_text(), what="agent ready", logs=self.logs
+        )
+
+    def argv(self) -> list[str]:
         if self.command:
             argv = [sys.executable, "manage.py", "run_agent", "--concurrency", "3"]
-            argv += [arg for node in self.nodes for arg in ("--node", node.name)]
-        else:
-            argv = [sys.executable, "-m", "celery", "-A", "trainyard", "worker", "-Q", queues]
-            if self.beat:
-                argv += ["-B", "--schedule", str(self.tmp_path / f"beat-{self.name}-{self.starts}")]
-            argv += ["--concurrency", "3", "--loglevel", "INFO", "--without-gossip"]
-            argv += ["--without-mingle", "--hostname", f"agent-{self.name}-{self.starts}@%h"]
-        log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            self.prefix + argv,
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            return argv + [arg for node in self.nodes for arg in ("--node", node.name)]
+        node_queues = [queue for node in self.nodes for queue in agent_queues(node.name)]
+        return processes.celery(
+            "worker",
+            queues=",".join(["celery"] * self.beat + node_queues),
+            concurrency=3,
+            hostname=f"agent-{self.name}-{self.starts}@%h",
+            beat_schedule=self.tmp_path / f"beat-{self.name}-{self.starts}" if self.beat else None,
         )
-        wait_until(lambda: "ready." in self.log_path.read_text(), what="agent ready", proc=self)
 
     def kill9(self) -> None:
         """What a crash does: the worker, its pool and beat die at once; replicas do not."""
         assert self.process is not None
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+        processes.kill(self.process)
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.kill9()
+        processes.stop([self.process], timeout=15)
 
     def kill_replicas(self) -> None:
         """Nothing a test started outlives it, not even the memory cgroups of its replicas."""
@@ -132,23 +122,6 @@ def _remove_cgroup(path: Path, timeout: float = 5) -> None:
         with contextlib.suppress(FileNotFoundError, OSError):
             os.rmdir(path)
         time.sleep(0.05)
-
-
-def wait_until(
-    predicate: Callable[[], object],
-    *,
-    what: str,
-    timeout: float = WAIT_SECONDS,
-    proc: Agent | None = None,
-):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    detail = proc.logs()[-4000:] if proc else ""
-    raise AssertionError(f"timed out waiting for {what}\n{detail}")
 
 
 def make_node(name: str | None = None, **fields) -> Node:
@@ -217,7 +190,10 @@ def job_state(job: Job) -> str:
 def wait_for_state(job: Job, states, agent: Agent | None = None, timeout=WAIT_SECONDS) -> Job:
     states = {states} if isinstance(states, str) else set(states)
     wait_until(
-        lambda: job_state(job) in states, what=f"job in {states}", proc=agent, timeout=timeout
+        lambda: job_state(job) in states,
+        what=f"job in {states}",
+        logs=agent.logs if agent else None,
+        timeout=timeout,
     )
     return Job.objects.get(pk=job.pk)
 

@@ -4,6 +4,8 @@ import pytest
 from django.conf import settings
 
 from tests.factories import ProjectFactory, UserFactory
+from tests.support import processes as processes_
+from tests.support.waiting import wait_until
 from tests.support.workers import isolate_this_worker, mark_shared_host_tests
 
 # Workers, agents and beat started by tests log every task: tests wait on those lines.
@@ -87,16 +89,10 @@ def database_url_for_subprocess() -> str:
 def start_celery_worker(transactional_db, tmp_path):
     """Start real Celery worker processes on the test database; stopped after the test.
 
-    ``start_celery_worker(queues="celery,node.gpu01", env={...})`` returns the Popen.
+    ``start_celery_worker(queues="celery,node.gpu01", env={...})`` returns the Popen,
+    once the worker is ready; its log is ``tmp_path / "worker-<n>.log"``.
     """
-    import signal
-    import subprocess
-    import sys
-    import time
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    processes: list[subprocess.Popen] = []
+    processes = []
 
     def start(queues: str = "celery", env: dict | None = None, concurrency: int = 2):
         child_env = {
@@ -105,48 +101,20 @@ def start_celery_worker(transactional_db, tmp_path):
             "TRAINYARD_VAR_DIR": str(settings.VAR_DIR),
             **(env or {}),
         }
-        log = open(tmp_path / f"worker-{len(processes)}.log", "w")  # noqa: SIM115
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "trainyard",
-                "worker",
-                "-Q",
-                queues,
-                "--concurrency",
-                str(concurrency),
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--hostname",
-                f"test{len(processes)}-{os.getpid()}@%h",
-            ],
-            cwd=root,
-            env=child_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        log = tmp_path / f"worker-{len(processes)}.log"
+        name = f"test{len(processes)}-{os.getpid()}@%h"
+        argv = processes_.celery("worker", queues=queues, concurrency=concurrency, hostname=name)
+        proc = processes_.launch(argv, env=child_env, log=log)
         processes.append(proc)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if "ready." in (tmp_path / f"worker-{len(processes) - 1}.log").read_text():
-                return proc
-            if proc.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise RuntimeError((tmp_path / f"worker-{len(processes) - 1}.log").read_text())
+        wait_until(
+            lambda: "ready." in log.read_text() or proc.poll() is not None,
+            what="the Celery worker ready",
+            timeout=30,
+            logs=log.read_text,
+        )
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text())
+        return proc
 
     yield start
-    for proc in processes:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in processes:
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+    processes_.stop(processes, timeout=15)

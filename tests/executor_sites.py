@@ -14,15 +14,8 @@ import pytest
 
 from jobs.models import Job
 from resources.models import Node
-from tests.agent_support import (
-    Agent,
-    attempt_log,
-    attempts_of,
-    cpu_job,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import Agent, attempt_log, attempts_of, cpu_job, place, wait_for_state
+from tests.support.waiting import wait_until
 
 EXECUTORS = ("local", "slurm")
 # A Slurm job waits for sbatch, the controller and the tracking pass.

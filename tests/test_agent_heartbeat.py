@@ -7,7 +7,8 @@ import pytest
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, Replica, ReplicaAttempt
 from resources.models import Node, SiteSettings
-from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state, wait_until
+from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +43,7 @@ def test_silent_node_goes_down_its_replica_is_lost_and_runs_again_elsewhere(agen
     # The old replica still runs on the silent node; its agent's return must end it.
     doomed_agent.start()
     exit_json = attempt_dir(doomed.name, first.pk) / "exit.json"
-    wait_until(exit_json.exists, what="the orphaned replica to be killed", proc=doomed_agent)
+    wait_until(exit_json.exists, what="the orphaned replica to be killed", logs=doomed_agent.logs)
     assert json.loads(exit_json.read_text())["summary"] == "killed by SIGKILL"
     wait_until(lambda: Node.objects.get(pk=doomed.pk).state == Node.State.READY, what="ready")
     assert ReplicaAttempt.objects.get(pk=first.pk).state == ReplicaAttempt.State.LOST

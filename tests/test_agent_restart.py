@@ -11,14 +11,8 @@ from django.utils import timezone
 
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, ReplicaAttempt
-from tests.agent_support import (
-    attempt_log,
-    attempts_of,
-    cpu_job,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import attempt_log, attempts_of, cpu_job, place, wait_for_state
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

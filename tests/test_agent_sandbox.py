@@ -9,16 +9,9 @@ from django.urls import reverse
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, JobDataset
 from resources.models import Node
-from tests.agent_support import (
-    attempt_log,
-    attempts_of,
-    cpu_job,
-    make_node,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import attempt_log, attempts_of, cpu_job, make_node, place, wait_for_state
 from tests.factories import DatasetFactory
+from tests.support.waiting import wait_until
 from tests.test_hostile_jobs import processes_of
 
 pytestmark = pytest.mark.integration

@@ -9,14 +9,8 @@ from django.utils import timezone
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.stop import job_stop
-from tests.agent_support import (
-    attempt_log,
-    attempts_of,
-    cpu_job,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import attempt_log, attempts_of, cpu_job, place, wait_for_state
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -25,14 +25,8 @@ from jobs.agent import tasks
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.models import Job, Replica, ReplicaAttempt
 from jobs.services.stop import job_stop
-from tests.agent_support import (
-    attempts_of,
-    cpu_job,
-    make_node,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from billing.accounts import account_for_user
 from billing.models import UsageRecord
 from billing.services import account_enable_billing, usage_accrue
 from billing.tasks import accrue_usage
-from tests.agent_support import wait_until
 from tests.billing_cast import (
     T0,
     attempt_of,
@@ -26,7 +25,7 @@ from tests.billing_cast import (
 )
 from tests.conftest import database_url_for_subprocess
 from tests.factories import UserFactory
-from tests.faults.recovery import wait_for
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -97,7 +96,7 @@ def test_two_runs_at_once_bill_each_second_once(start_celery_worker, tmp_path, a
             )
     finally:
         lock.release()
-    wait_for(
+    wait_until(
         lambda: accruals_in_log(log, "succeeded") >= 2, what="both runs done", logs=log.read_text
     )
 

@@ -25,16 +25,9 @@ from jobs.execution.replica.limits import process_limit
 from jobs.execution.replica.sandbox import python_environment_paths
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
-from tests.agent_support import (
-    Agent,
-    attempt_log,
-    attempts_of,
-    cpu_job,
-    place,
-    wait_for_state,
-    wait_until,
-)
+from tests.agent_support import Agent, attempt_log, attempts_of, cpu_job, place, wait_for_state
 from tests.executor_sites import Site
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

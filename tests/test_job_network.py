@@ -24,7 +24,8 @@ from django.db import connection
 from jobs.execution.files import replica_output_dir
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, JobPort, PortAllocation
-from tests.agent_support import attempts_of, cpu_job, place, wait_for_state, wait_until
+from tests.agent_support import attempts_of, cpu_job, place, wait_for_state
+from tests.support.waiting import wait_until
 from tests.test_hostile_jobs import PROBE, assert_platform_fine, outcomes, output
 
 pytestmark = pytest.mark.integration

@@ -9,9 +9,9 @@ from django.utils import timezone
 from jobs.models import Job
 from notifications.models import Kind, Notification, NotificationSettings
 from notifications.tasks import notify_job_event, notify_long_waits
-from tests.agent_support import wait_until
 from tests.factories import JobFactory, UserFactory
 from tests.notification_support import PATHS, last_event, move
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 Email = Notification.Email

@@ -13,8 +13,8 @@ import pytest
 
 from jobs.models import Job
 from jobs.services.submit import job_submit
-from tests.agent_support import wait_until
 from tests.job_site import build_site, job_body
+from tests.support.waiting import wait_until
 from tests.test_settings import BASE_ENV, ROOT, run_python
 
 BEAT_TASKS = (

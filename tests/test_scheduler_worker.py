@@ -4,8 +4,8 @@ import pytest
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.submit import job_submit
-from tests.agent_support import wait_until
 from tests.job_site import build_site, job_body
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from jobs.execution.slurm.inventory import inventory_sync
 from resources.models import GpuCard, Node, SlurmGpuType
 from resources.services import node_set_state
-from tests.agent_support import wait_until
 from tests.factories import GpuModelFactory
 from tests.slurm_support import wait_for_controller
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 PARTITION = ["gpu01", "gpu02", "gpu03", "gpu04"]

@@ -11,7 +11,8 @@ from jobs.execution.slurm.inventory import inventory_sync
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.stop import job_stop
 from resources.models import Node
-from tests.agent_support import attempt_log, attempts_of, place, wait_for_state, wait_until
+from tests.agent_support import attempt_log, attempts_of, place, wait_for_state
+from tests.support.waiting import wait_until
 from tests.test_agent_distributed import all_reduce_job, sums
 from tests.test_slurm_run import WAIT, gpu_job
 

@@ -17,9 +17,9 @@ from jobs.execution.slurm.track import track_pass
 from jobs.models import Job, Replica, ReplicaAttempt
 from jobs.services.transitions import job_transition
 from resources.models import Node
-from tests.agent_support import wait_until
 from tests.factories import GpuModelFactory, JobFactory
 from tests.slurm_support import wait_for_controller
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 State = ReplicaAttempt.State

@@ -9,9 +9,10 @@ from jobs.environment import environment_input_for_job, job_environment
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
-from tests.agent_support import attempt_log, attempts_of, place, wait_for_state, wait_until
+from tests.agent_support import attempt_log, attempts_of, place, wait_for_state
 from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
+from tests.support.waiting import wait_until
 from tests.test_agent_distributed import all_reduce_job, sums
 
 pytestmark = pytest.mark.integration
@@ -140,7 +141,7 @@ def test_a_slurm_node_that_cannot_isolate_runs_no_job(slurm):
     wait_until(
         lambda: attempts_of(job)[0].state in ReplicaAttempt.FINAL_STATES,
         what="the first attempt's end",
-        proc=slurm.worker,
+        logs=slurm.worker.logs,
         timeout=WAIT,
     )
 

@@ -6,9 +6,10 @@ import subprocess
 import pytest
 
 from jobs.models import Job
-from tests.agent_support import make_node, wait_for_state, wait_until
+from tests.agent_support import make_node, wait_for_state
 from tests.cli.conftest import write
 from tests.factories import ImageFactory
+from tests.support.waiting import wait_until
 from tests.test_job_export import same_job
 
 pytestmark = pytest.mark.integration

@@ -17,19 +17,14 @@ platform's recovery time.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import psycopg
 import pytest
@@ -42,9 +37,11 @@ from billing.services import usage_accrue
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 from jobs.scheduler.passes import PASS_LOCK_KEY
 from resources.models import Allocation, CardAllocation, Node
-from tests.agent_support import ROOT, Agent, cpu_job, make_node, wait_until
+from tests.agent_support import Agent, cpu_job, make_node
 from tests.conftest import database_url_for_subprocess
 from tests.scheduling import assert_invariants
+from tests.support import processes
+from tests.support.waiting import wait_until
 
 # The drills hold row and table locks from a second session and cut sessions: PostgreSQL's.
 needs_postgresql = pytest.mark.skipif(
@@ -101,43 +98,22 @@ class Service(Agent):
 
     def start(self) -> Service:
         self.starts += 1
-        argv = [sys.executable, "-m", "celery", "-A", "trainyard", self.kind, "--loglevel", "INFO"]
+        hostname = f"{self.name}-{self.starts}@%h"
+        schedule = self.tmp_path / f"{self.name}-{self.starts}.schedule"
         if self.kind == "worker":
-            argv += ["-Q", "celery", "--concurrency", "2", "--without-gossip", "--without-mingle"]
-            argv += ["--hostname", f"{self.name}-{self.starts}@%h"]
+            argv = processes.celery("worker", queues="celery", hostname=hostname)
         else:
-            argv += ["--schedule", str(self.tmp_path / f"{self.name}-{self.starts}.schedule")]
-        self.process = subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env={**drill_env(), **self.extra_env},
-            stdout=self.log_path.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+            argv = processes.celery("beat", beat_schedule=schedule)
+        env = {**drill_env(), **self.extra_env}
+        self.process = processes.launch(argv, env=env, log=self.log_path)
         return self
 
     def wait_ready(self) -> None:
         ready = "ready." if self.kind == "worker" else "beat: Starting..."
-        wait_for(lambda: ready in self.logs(), what=f"{self.name} ready", logs=self.logs)
+        wait_until(lambda: ready in self.logs(), what=f"{self.name} ready", logs=self.logs)
 
     def logs(self) -> str:
         return self.log_path.read_text()
-
-
-def stop_all(processes: Iterable[subprocess.Popen | None]) -> None:
-    """TERM every process group at once, then wait (KILL what does not stop in 10 s)."""
-    running = [p for p in processes if p is not None and p.poll() is None]
-    for process in running:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 10
-    for process in running:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 @dataclass
@@ -168,27 +144,7 @@ class Site:
         return "\n".join([self.worker.logs(), self.agent.logs()])
 
     def stop(self) -> None:
-        stop_all([self.worker.process, self.beat.process, self.agent.process])
-
-
-def wait_for(
-    predicate: Callable[[], object],
-    *,
-    what: str,
-    timeout: float = 60,
-    logs: Callable[[], str] | None = None,
-):
-    """``wait_until`` of the agent tests, with any process's ``logs`` in the failure."""
-    return wait_until(predicate, what=what, timeout=timeout, proc=SimpleNamespace(logs=logs or str))
-
-
-def within(bound_seconds: float, predicate: Callable[[], object], *, what: str, logs=None) -> float:
-    """Wait for ``predicate`` and assert it came true within the bound; return the seconds taken."""
-    began = time.monotonic()
-    wait_for(predicate, what=f"{what} (bound {bound_seconds} s)", timeout=bound_seconds, logs=logs)
-    took = time.monotonic() - began
-    print(f"{what}: {took:.1f} s (bound {bound_seconds} s)")
-    return took
+        processes.stop([self.worker.process, self.beat.process, self.agent.process])
 
 
 def states_are(jobs: Iterable[Job], states: Iterable[str]) -> Callable[[], bool]:
@@ -344,7 +300,7 @@ class PrivateRedis:
         argv += ["--save", "", "--appendonly", "no", "--dir", str(self.tmp_path)]
         log = (self.tmp_path / f"redis-{self.port}.log").open("a")
         self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(self.answers, what="redis-server to answer", timeout=20)
+        wait_until(self.answers, what="redis-server to answer", timeout=20)
         return self
 
     def answers(self) -> bool:

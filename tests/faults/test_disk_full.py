@@ -14,7 +14,8 @@ import pytest
 from jobs.execution.files import node_root, replica_output_dir
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
-from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state, wait_until
+from tests.agent_support import attempts_of, cpu_job, make_node, place, wait_for_state
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +80,7 @@ def test_job_sent_to_a_full_node_is_not_stuck_there(small_disk_node):
     first = wait_until(
         lambda: next((a for a in attempts_of(job) if a.state == failed), None),
         what="the replica refused",
-        proc=agent,
+        logs=agent.logs,
     )
     assert first.node_id == small.pk
     assert first.reason == (

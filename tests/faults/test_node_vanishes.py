@@ -20,8 +20,9 @@ from jobs.execution.files import attempt_dir
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 from jobs.services.submit import job_submit
 from resources.models import Allocation, Node, SiteSettings
-from tests.agent_support import attempts_of, make_node, wait_for_state, wait_until
+from tests.agent_support import attempts_of, make_node, wait_for_state
 from tests.factories import ImageFactory
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -92,7 +93,7 @@ def test_jobs_on_a_vanished_node_are_lost_within_the_bound_released_and_run_else
     doomed_agent.start()
     for job in jobs:
         exit_file = attempt_dir(doomed.name, attempts_of(job)[0].pk) / "exit.json"
-        wait_until(exit_file.exists, what="the orphan killed", proc=doomed_agent)
+        wait_until(exit_file.exists, what="the orphan killed", logs=doomed_agent.logs)
         assert json.loads(exit_file.read_text())["summary"] == "killed by SIGKILL"
         assert attempts_of(job)[0].state == ReplicaAttempt.State.LOST
     wait_until(lambda: Node.objects.get(pk=doomed.pk).state == Node.State.READY, what="ready")

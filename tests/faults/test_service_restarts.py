@@ -18,9 +18,8 @@ from tests.faults.recovery import (
     marked_job,
     needs_postgresql,
     states_are,
-    wait_for,
-    within,
 )
+from tests.support.waiting import wait_until, within
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, needs_postgresql]
 RUNNING_OR_DONE = (Job.State.RUNNING, *Job.FINAL_STATES)
@@ -46,19 +45,19 @@ def test_redis_restarted_empty_loses_queued_work_and_the_platform_catches_up(
     site = Site.start(agent_env, tmp_path, env={"REDIS_URL": redis.url})
     try:
         exits_meanwhile = marked_job(UNTIL_LET_END)
-        wait_for(states_are([exits_meanwhile], [Job.State.RUNNING]), what="it to run")
+        wait_until(states_are([exits_meanwhile], [Job.State.RUNNING]), what="it to run")
         side = SideSession()
         try:
             side.execute("SELECT 1 FROM resources_node WHERE id = %s FOR UPDATE", [site.node.pk])
             caught = marked_job()
-            wait_for(side.pass_blocked, what="a pass placing the job")
+            wait_until(side.pass_blocked, what="a pass placing the job")
             redis.kill9()
             down_at = time.monotonic()
         finally:
             side.release()
             side.close()
         # The pass commits, creates the attempt, and cannot send it to the agent.
-        wait_for(
+        wait_until(
             lambda: f"launching job {caught.pk} failed" in site.worker.logs(),
             what="the launch to fail",
             logs=site.logs,
@@ -77,7 +76,7 @@ def test_redis_restarted_empty_loses_queued_work_and_the_platform_catches_up(
         )
         within(40, states_are([caught], RUNNING_OR_DONE), what="the lost start", logs=site.logs)
         jobs = [exits_meanwhile, caught, submitted_meanwhile]
-        wait_for(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=site.logs)
+        wait_until(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=site.logs)
         assert_recovered(jobs)
     finally:
         site.stop()
@@ -94,11 +93,11 @@ def test_database_gone_for_10_seconds_then_back_loses_nothing_and_bills_once(age
     site = Site.start(agent_env, tmp_path)
     try:
         exits_meanwhile = marked_job(UNTIL_LET_END)
-        wait_for(states_are([exits_meanwhile], [Job.State.RUNNING]), what="it to run")
+        wait_until(states_are([exits_meanwhile], [Job.State.RUNNING]), what="it to run")
         side = SideSession()  # its lock holds a pass mid-way; the outage cuts both sessions
         side.execute("SELECT 1 FROM resources_node WHERE id = %s FOR UPDATE", [site.node.pk])
         caught = marked_job()
-        wait_for(side.pass_blocked, what="a pass placing the job")
+        wait_until(side.pass_blocked, what="a pass placing the job")
         outage = DatabaseOutage()
         try:
             assert (
@@ -115,7 +114,7 @@ def test_database_gone_for_10_seconds_then_back_loses_nothing_and_bills_once(age
         within(15, states_are([exits_meanwhile], Job.FINAL_STATES), what="the exit", logs=site.logs)
         within(20, states_are([caught], RUNNING_OR_DONE), what="the cut pass's job", logs=site.logs)
         jobs = [exits_meanwhile, caught]
-        wait_for(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=site.logs)
+        wait_until(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=site.logs)
         assert_recovered(jobs)
     finally:
         site.stop()

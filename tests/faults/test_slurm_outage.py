@@ -22,9 +22,8 @@ from tests.faults.recovery import (
     assert_recovered,
     let_end,
     states_are,
-    wait_for,
-    within,
 )
+from tests.support.waiting import wait_until, within
 from tests.test_slurm_run import gpu_job
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
@@ -46,14 +45,14 @@ def test_jobs_outlive_a_controller_outage_each_run_once_and_billed_once(slurm_cl
     """
     ends_during, ends_after = waiting_gpu_job(UNTIL_LET_END), waiting_gpu_job(UNTIL_LET_END)
     running = [ends_during, ends_after]
-    wait_for(states_are(running, [Job.State.RUNNING]), what="both to run", timeout=90)
+    wait_until(states_are(running, [Job.State.RUNNING]), what="both to run", timeout=90)
     slurm.cluster.run("stop-controller")
     down_at = time.monotonic()
     try:
         placed_during = waiting_gpu_job("")
         let_end(ends_during)
         within(15, states_are([ends_during], Job.FINAL_STATES), what="the exit while down")
-        wait_for(states_are([placed_during], [Job.State.STARTING]), what="the placement")
+        wait_until(states_are([placed_during], [Job.State.STARTING]), what="the placement")
         time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down_at)))
         assert states_are([ends_after], [Job.State.RUNNING])()
         assert states_are([placed_during], [Job.State.STARTING])()
@@ -68,7 +67,7 @@ def test_jobs_outlive_a_controller_outage_each_run_once_and_billed_once(slurm_cl
     let_end(ends_after)
     within(15, states_are([ends_after], Job.FINAL_STATES), what="the exit", logs=slurm.worker.logs)
     jobs = [ends_during, ends_after, placed_during]
-    wait_for(states_are(jobs, Job.FINAL_STATES), what="every job to end", timeout=90)
+    wait_until(states_are(jobs, Job.FINAL_STATES), what="every job to end", timeout=90)
     assert_recovered(jobs)
     names = [slurm_job.name for slurm_job in slurm.jobs().values()]
     assert len(names) == len(set(names)) == 3, names

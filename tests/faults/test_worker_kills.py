@@ -25,9 +25,8 @@ from tests.faults.recovery import (
     marked_job,
     needs_postgresql,
     states_are,
-    wait_for,
-    within,
 )
+from tests.support.waiting import wait_until, within
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, needs_postgresql]
 
@@ -50,13 +49,13 @@ def test_worker_killed_between_a_committed_pass_and_the_launch_starts_the_replic
         # The pass may commit; the launch then waits to create the job's attempt.
         side.execute("LOCK TABLE jobs_replicaattempt IN SHARE MODE")
         job = marked_job()
-        (launch,) = wait_for(
+        (launch,) = wait_until(
             lambda: side.blocked('INSERT INTO "jobs_replicaattempt"'), what="the launch"
         )
         worker.kill9()
     finally:
         side.release()
-    wait_for(lambda: not side.alive(launch), what="the killed launch's session to end")
+    wait_until(lambda: not side.alive(launch), what="the killed launch's session to end")
     side.close()
     job.refresh_from_db()
     assert job.state == Job.State.STARTING
@@ -77,11 +76,11 @@ def test_worker_killed_in_the_middle_of_a_pass_leaves_nothing_and_the_next_pass_
         # Held where the pass has moved its jobs to starting and goes on to the node columns.
         side.execute("SELECT 1 FROM resources_node WHERE id = %s FOR UPDATE", [node.pk])
         jobs = [marked_job("sleep 1") for _ in range(3)]
-        (killed_pass,) = wait_for(side.pass_blocked, what="a pass waiting on the node")
+        (killed_pass,) = wait_until(side.pass_blocked, what="a pass waiting on the node")
         worker.kill9()
     finally:
         side.release()
-    wait_for(lambda: not side.alive(killed_pass), what="the killed pass's session to end")
+    wait_until(lambda: not side.alive(killed_pass), what="the killed pass's session to end")
     side.close()
     assert states_are(jobs, Job.WAITING_STATES)()
     assert not Replica.objects.filter(job__in=jobs).exists()
@@ -91,7 +90,7 @@ def test_worker_killed_in_the_middle_of_a_pass_leaves_nothing_and_the_next_pass_
     worker.start().wait_ready()
     started = (Job.State.RUNNING, *Job.FINAL_STATES)
     within(20, states_are(jobs, started), what="the jobs to start", logs=worker.logs)
-    wait_for(states_are(jobs, Job.FINAL_STATES), what="the jobs to end", logs=agent.logs)
+    wait_until(states_are(jobs, Job.FINAL_STATES), what="the jobs to end", logs=agent.logs)
     assert_recovered(jobs)
 
 
@@ -108,7 +107,7 @@ def test_worker_killed_mid_accrual_leaves_no_row_and_the_next_run_bills_each_sec
     for account in accounts:
         account_enable_billing(account=account, actor=admin_user)
     jobs = [marked_job("sleep 2", owner=owner) for owner in owners for _ in range(2)]
-    wait_for(states_are(jobs, Job.FINAL_STATES), what="the jobs to run", logs=agent.logs)
+    wait_until(states_are(jobs, Job.FINAL_STATES), what="the jobs to run", logs=agent.logs)
     first_jobs, second_jobs = jobs[:2], jobs[2:]
 
     side = SideSession()
@@ -116,12 +115,12 @@ def test_worker_killed_mid_accrual_leaves_no_row_and_the_next_run_bills_each_sec
         # Accounts are accrued in id order, each in its own transaction.
         side.execute("SELECT 1 FROM billing_account WHERE id = %s FOR UPDATE", [accounts[1].pk])
         accrue_usage.delay()
-        wait_for(lambda: ledger_of(first_jobs), what="the first account to be accrued")
-        (killed_run,) = wait_for(lambda: side.blocked("billing_account"), what="the second")
+        wait_until(lambda: ledger_of(first_jobs), what="the first account to be accrued")
+        (killed_run,) = wait_until(lambda: side.blocked("billing_account"), what="the second")
         worker.kill9()
     finally:
         side.release()
-    wait_for(lambda: not side.alive(killed_run), what="the killed run's session to end")
+    wait_until(lambda: not side.alive(killed_run), what="the killed run's session to end")
     side.close()
     assert not ledger_of(second_jobs)
     first_rows = ledger_of(first_jobs)
@@ -129,7 +128,7 @@ def test_worker_killed_mid_accrual_leaves_no_row_and_the_next_run_bills_each_sec
     worker.start().wait_ready()
     accrue_usage.delay()
     within(20, lambda: ledger_of(second_jobs), what="the next run to bill", logs=worker.logs)
-    wait_for(lambda: not AttemptAccrual.objects.filter(closed=False).exists(), what="closed")
+    wait_until(lambda: not AttemptAccrual.objects.filter(closed=False).exists(), what="closed")
     assert ledger_of(first_jobs) == first_rows  # nothing of the first account written again
     assert_recovered(jobs, accrued=True)
     rows = UsageRecord.objects.filter(job__in=jobs)
@@ -156,13 +155,13 @@ def test_agent_killed_during_runs_reports_each_exit_once_at_its_real_time_after_
     running carries on, and a job placed while the agent was down starts."""
     agent = site.agent
     ends_early, runs_on = marked_job(UNTIL_LET_END), marked_job(UNTIL_LET_END)
-    wait_for(states_are([ends_early, runs_on], [Job.State.RUNNING]), what="both to run")
+    wait_until(states_are([ends_early, runs_on], [Job.State.RUNNING]), what="both to run")
     agent.kill9()
 
     let_end(ends_early)
     placed_meanwhile = marked_job()
-    wait_for(lambda: exit_of(ends_early), what="the first replica to exit on its own")
-    wait_for(states_are([placed_meanwhile], [Job.State.STARTING]), what="the pass to place it")
+    wait_until(lambda: exit_of(ends_early), what="the first replica to exit on its own")
+    wait_until(states_are([placed_meanwhile], [Job.State.STARTING]), what="the pass to place it")
     time.sleep(1)
     # Nobody watched: the exit is not reported, the start waits in the node's queue.
     assert states_are([ends_early, runs_on], [Job.State.RUNNING])()
@@ -181,7 +180,7 @@ def test_agent_killed_during_runs_reports_each_exit_once_at_its_real_time_after_
     )
     assert Job.objects.get(pk=runs_on.pk).state == Job.State.RUNNING
     let_end(runs_on)
-    wait_for(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=agent.logs)
+    wait_until(states_are(jobs, Job.FINAL_STATES), what="every job to end", logs=agent.logs)
     assert_recovered(jobs)
     attempt = ReplicaAttempt.objects.get(replica__job=ends_early)
     assert attempt.ended_at.isoformat() == exit_of(ends_early)["ended_at"]

@@ -1,0 +1,70 @@
+"""The one way tests start and stop real processes (Celery workers, agents, beat, servers).
+
+Each process leads a session of its own, so that a stop reaches everything it started,
+and writes its output to a log file that a failing wait shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STOP_SECONDS = 10
+
+
+def launch(argv: list[str], *, env: dict[str, str], log: Path) -> subprocess.Popen:
+    """Start ``argv`` in the repository root, its output (both streams) into ``log``."""
+    with log.open("w") as output:
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def celery(
+    command: str,
+    *,
+    queues: str = "",
+    concurrency: int = 2,
+    hostname: str = "",
+    beat_schedule: Path | None = None,
+) -> list[str]:
+    """The argv of a Celery ``worker`` (with ``-B`` when given a beat schedule) or ``beat``."""
+    argv = [sys.executable, "-m", "celery", "-A", "trainyard", command, "--loglevel", "INFO"]
+    if command == "beat":
+        return argv + ["--schedule", str(beat_schedule)]
+    argv += ["-Q", queues, "--concurrency", str(concurrency)]
+    argv += ["--without-gossip", "--without-mingle", "--hostname", hostname]
+    if beat_schedule is not None:
+        argv += ["-B", "--schedule", str(beat_schedule)]
+    return argv
+
+
+def kill(process: subprocess.Popen) -> None:
+    """What a crash does: the process and everything in its session die at once."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def stop(processes: Iterable[subprocess.Popen | None], timeout: float = STOP_SECONDS) -> None:
+    """TERM every process's session at once, then wait; KILL what has not stopped in time."""
+    running = [p for p in processes if p is not None and p.poll() is None]
+    for process in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in running:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill(process)
