@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import prefetch_related_objects
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -136,8 +137,20 @@ def gpu_model_refusal(
     return ModelRefusal(FREE_HOURS_USED_UP, message, message)
 
 
-def free_tier_names() -> str:
-    return ", ".join(GpuModel.objects.filter(free_tier=True).values_list("name", flat=True))
+def free_tier_models() -> list[GpuModel]:
+    """The GPU models an account without billing may use (``model_is_free_tier``), by name.
+
+    An aggregated model counts when every member is free tier, whatever its own flag.
+    """
+    models = list(GpuModel.objects.all())
+    # Members matter for aggregated models only: no second query when there are none.
+    prefetch_related_objects([m for m in models if m.is_aggregated], "members")
+    return [m for m in models if model_is_free_tier(m)]
+
+
+def free_tier_names(models: Iterable[GpuModel] | None = None) -> str:
+    """The free-tier models' names, for a message ('' when there are none)."""
+    return ", ".join(m.name for m in (free_tier_models() if models is None else models))
 
 
 def gpu_model_refusals(

@@ -11,6 +11,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
 from billing.accounts import account_for_user
+from billing.rules import free_tier_models
 from jobs.models import WorkloadTemplate
 from resources.models import GpuModel
 
@@ -20,10 +21,19 @@ def _names(models) -> str:
 
 
 def _free_models_if_unbilled(user: AbstractBaseUser) -> list[GpuModel] | None:
-    """The models an account without billing may use; None when billing is on."""
+    """The models an account without billing may use (billing's rule); None when billing is on."""
     if account_for_user(user=user).billing_enabled:
         return None
-    return [m for m in GpuModel.objects.filter(free_tier=True) if not m.is_aggregated]
+    return free_tier_models()
+
+
+def _forbidden_landing(gpu_model: GpuModel, forbidden: set[int]) -> list[GpuModel]:
+    """The models a job for ``gpu_model`` may be placed on that are in ``forbidden`` (pks)."""
+    if gpu_model.pk in forbidden:
+        return [gpu_model]
+    if gpu_model.is_aggregated:
+        return [m for m in gpu_model.members.all() if m.pk in forbidden]
+    return []
 
 
 def _closed_reason(template: WorkloadTemplate, free_models: list[GpuModel] | None) -> str:
@@ -34,7 +44,7 @@ def _closed_reason(template: WorkloadTemplate, free_models: list[GpuModel] | Non
     if free_models is None:
         return ""
     forbidden = {m.pk for m in template.forbidden_gpu_models.all()}
-    if free_models and all(m.pk in forbidden for m in free_models):
+    if free_models and all(_forbidden_landing(m, forbidden) for m in free_models):
         return _(
             "Accounts without billing may use only %(free)s, and %(template)s may not run "
             "there, so it is not available to your account. Choose another network, or ask "
@@ -63,21 +73,19 @@ def template_errors(
         return {"template": [reason]}
     if gpu_model is None:
         return {}
-    forbidden = list(template.forbidden_gpu_models.all())
-    if gpu_model in forbidden:
+    landing = _forbidden_landing(gpu_model, {m.pk for m in template.forbidden_gpu_models.all()})
+    if landing == [gpu_model]:
         message = _("%(template)s may not run on %(model)s; choose another GPU model.") % {
             "template": template.name,
             "model": gpu_model.name,
         }
         return {"gpu_model": [message]}
-    if gpu_model.is_aggregated:
-        landing = [m for m in gpu_model.members.all() if m in forbidden]
-        if landing:
-            message = _(
-                "%(template)s may not run on %(members)s, and a job for %(model)s may be placed "
-                "there; choose another GPU model."
-            ) % {"template": template.name, "members": _names(landing), "model": gpu_model.name}
-            return {"gpu_model": [message]}
+    if landing:
+        message = _(
+            "%(template)s may not run on %(members)s, and a job for %(model)s may be placed "
+            "there; choose another GPU model."
+        ) % {"template": template.name, "members": _names(landing), "model": gpu_model.name}
+        return {"gpu_model": [message]}
     return {}
 
 
