@@ -3,8 +3,8 @@ account without billing may use, aggregated (``*``) models included."""
 
 import pytest
 
+from billing.accounts import account_for_user
 from billing.rules import gpu_model_refusal
-from billing.services import account_for_user
 from jobs.estimates.rules import template_errors
 from tests.estimates_support import seed_models_and_templates
 from tests.factories import GpuModelFactory
