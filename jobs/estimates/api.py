@@ -10,11 +10,11 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
-from django.utils.translation import gettext as _
 from ninja import Field, Query, Router, Schema
 
 from jobs.models import WorkloadTemplate
 from resources.models import GpuModel
+from trainyard.lookups import row_named
 
 from .estimate import Estimate
 from .panel import estimate_panel
@@ -108,16 +108,14 @@ def list_templates(request: HttpRequest):
 @router.get("/estimates", response=EstimatePanelOut)
 def get_estimate(request: HttpRequest, query: Query[EstimateQuery]):
     """Expected duration with a range, other card counts to compare, and the cost for you."""
-    gpu_model = GpuModel.objects.filter(name=query.gpu_model).first()
+    gpu_model, missing = row_named(GpuModel.objects.all(), query.gpu_model)
     if gpu_model is None:
-        message = _("There is no GPU model named %(name)s") % {"name": query.gpu_model}
-        raise ValidationError({"gpu_model": [message]})
+        raise ValidationError({"gpu_model": [missing]})
     template = None
     if query.template:
-        template = WorkloadTemplate.objects.filter(name=query.template).first()
+        template, missing = row_named(WorkloadTemplate.objects.all(), query.template)
         if template is None:
-            message = _("There is no workload template named %(name)s") % {"name": query.template}
-            raise ValidationError({"template": [message]})
+            raise ValidationError({"template": [missing]})
     panel = estimate_panel(
         user=request.user,
         template=template,

@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from jobs.models import WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS
 from jobs.services.resources_input import FieldErrors
+from trainyard.lookups import row_named
 
 
 def template_resolve(*, data: dict, errors: FieldErrors) -> tuple[WorkloadTemplate | None, dict]:
@@ -22,9 +23,9 @@ def template_resolve(*, data: dict, errors: FieldErrors) -> tuple[WorkloadTempla
     name = data.get("template")
     if not name:
         return None, data
-    template = WorkloadTemplate.objects.filter(name=name).first()
+    template, missing = row_named(WorkloadTemplate.objects.all(), name)
     if template is None:
-        errors.add("template", _("There is no workload template named %(name)s") % {"name": name})
+        errors.add("template", missing)
         return None, data
     filled = dict(data)
     if not (filled.get("command") or "").strip():

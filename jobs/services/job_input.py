@@ -18,6 +18,7 @@ from jobs.models.job import MAX_COMMAND_CHARS, MAX_RETRIES
 from jobs.selectors import projects_for_user
 from resources.models import Spec
 from resources.request import ResourceRequest
+from trainyard.lookups import missing_name_message, row_named
 
 from .ports import port_errors
 from .resources_input import FieldErrors, as_integer, resources_resolve
@@ -102,8 +103,9 @@ def _project(user: AbstractBaseUser, name: str | None, errors: FieldErrors) -> P
     if not name:
         errors.add("project", _("Choose a project"))
         return None
-    project = projects_for_user(user=user).filter(name=name).first()
+    project = row_named(projects_for_user(user=user), name)[0]
     if project is None:
+        # Not "there is no project": whether a project the person is not in exists stays unsaid.
         errors.add(
             "project", _("You are not a member of a project named %(name)s") % {"name": name}
         )
@@ -199,7 +201,7 @@ def _items(project: Project, model, names: list | None, field: str, errors: Fiel
         if name in available:
             chosen.append(available[name])
         else:
-            errors.add(field, _not_in_project(model, name, project))
+            errors.add(field, missing_name_message(model, name, project_name=project.name))
     return chosen
 
 
@@ -210,9 +212,11 @@ def _one_item(project: Project, model, data: dict, field: str, errors: FieldErro
     name = data[field]
     if not name:
         return None
-    item = model.objects.filter(project=project, name=name).first()
+    item, missing = row_named(
+        model.objects.filter(project=project), name, project_name=project.name
+    )
     if item is None:
-        errors.add(field, _not_in_project(model, name, project))
+        errors.add(field, missing)
     return item
 
 
@@ -220,14 +224,3 @@ def _default_item(project: Project, model):
     if model is Image:
         return Image.objects.filter(project=project, is_default=True).first()
     return model.objects.filter(project=project).first()  # newest first by Meta.ordering
-
-
-def _not_in_project(model, name: str, project: Project) -> str:
-    values = {"name": name, "project": project.name}
-    if model is Dataset:
-        return _("Dataset %(name)s is not in project %(project)s") % values
-    if model is PretrainedModel:
-        return _("Pretrained model %(name)s is not in project %(project)s") % values
-    if model is CodeVersion:
-        return _("Code version %(name)s is not in project %(project)s") % values
-    return _("Image %(name)s is not in project %(project)s") % values

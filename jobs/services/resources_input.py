@@ -34,6 +34,7 @@ from resources.ratios import (
     ratio_vgpu_memory_mib,
 )
 from resources.request import ResourceRequest
+from trainyard.lookups import row_named
 
 # Fields of the resource part; in spec mode their errors belong to the spec.
 RESOURCE_FIELDS = (
@@ -141,11 +142,12 @@ def _from_spec(
         )
         return None
     name = data.get("spec")
-    spec = Spec.objects.select_related("gpu_model").filter(name=name).first() if name else None
     if not name:
         errors.add("spec", _("Choose a spec"))
-    elif spec is None:
-        errors.add("spec", _("There is no spec named %(name)s") % {"name": name})
+        return None
+    spec, missing = row_named(Spec.objects.select_related("gpu_model"), name)
+    if spec is None:
+        errors.add("spec", missing)
     elif not spec.enabled:
         errors.add("spec", _("The spec %(name)s is disabled; choose another") % {"name": name})
     if spec is None or not spec.enabled:
@@ -249,9 +251,9 @@ def _gpu_model(name: str | None, kind: str, errors: FieldErrors) -> GpuModel | N
     if not name:
         errors.add("gpu_model", _("Choose a GPU model for a GPU job"))
         return None
-    gpu_model = GpuModel.objects.prefetch_related("members").filter(name=name).first()
+    gpu_model, missing = row_named(GpuModel.objects.prefetch_related("members"), name)
     if gpu_model is None:
-        errors.add("gpu_model", _("There is no GPU model named %(name)s") % {"name": name})
+        errors.add("gpu_model", missing)
     elif not gpu_model.supports(kind):
         errors.add(
             "gpu_model", _("%(model)s does not support virtual GPUs") % {"model": gpu_model.name}
