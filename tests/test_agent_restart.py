@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, ReplicaAttempt
+from resources.models import node_queue
 from tests.agent_support import attempt_log, attempts_of, cpu_job, place, wait_for_state
 from tests.support.waiting import wait_until
 
@@ -58,7 +59,7 @@ def test_the_same_start_message_twice_starts_one_process(agent):
     (attempt,) = attempts_of(job)
     for _ in range(2):
         current_app.send_task(
-            "jobs.agent.start_attempt", args=[attempt.pk], queue=f"node.{attempt.node.name}"
+            "jobs.agent.start_attempt", args=[attempt.pk], queue=node_queue(attempt.node.name)
         )
     job = wait_for_state(job, Job.FINAL_STATES, agent)
     assert job.state == Job.State.SUCCEEDED

@@ -24,11 +24,10 @@ from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, par
 from jobs.execution.replica.sandbox import isolation_problem
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
-from resources.models import SiteSettings
+from resources.models import SiteSettings, node_queue
 from trainyard.reasons import Reason
 
 from .isolation import refresh_gangs, release, unsafe
-from .queues import agent_queues
 from .start import report_started
 
 State = ReplicaAttempt.State
@@ -198,7 +197,7 @@ def _reconcile(node_name: str, tracked: set[int]) -> None:
         if not AttemptFolder(node_name, attempt_id).exists("spec"):
             # As a task of its own: preparing it must not hold up this pass.
             current_app.send_task(
-                "jobs.agent.start_attempt", args=[attempt_id], queue=agent_queues(node_name)[0]
+                "jobs.agent.start_attempt", args=[attempt_id], queue=node_queue(node_name)
             )
     orphans = here.filter(state=State.RUNNING, started_at__lt=cutoff)
     for attempt_id in orphans.values_list("pk", flat=True):

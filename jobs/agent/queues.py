@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from resources.models import node_queue
+
 
 def agent_queues(node_name: str) -> list[str]:
     """What the agent of a node consumes: its work, and its polls on their own queue.
@@ -9,4 +11,4 @@ def agent_queues(node_name: str) -> list[str]:
     Polls (and so heartbeats) must not wait behind a backlog of starts: the
     worker takes from both queues in turn.
     """
-    return [f"node.{node_name}", f"node.{node_name}.poll"]
+    return [node_queue(node_name), f"{node_queue(node_name)}.poll"]

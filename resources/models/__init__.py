@@ -7,7 +7,7 @@ API show GiB and cores. One module per responsibility; import from here.
 
 from .allocations import Allocation, CardAllocation, FreeResourceSnapshot
 from .gpu_models import GpuModel, ResourceKind, SlurmGpuType
-from .nodes import GpuCard, Node
+from .nodes import GpuCard, Node, node_queue
 from .quotas import Quota
 from .site import SiteSettings
 from .specs import Spec
@@ -29,4 +29,5 @@ __all__ = [
     "Spec",
     "exact_decimal",
     "exact_gib",
+    "node_queue",
 ]

@@ -109,10 +109,6 @@ class Node(models.Model):
         return self.name
 
     @property
-    def queue_name(self) -> str:
-        return f"node.{self.name}"
-
-    @property
     def gpu_free(self) -> int:
         return self.gpu_count - self.gpu_allocated
 
@@ -159,3 +155,8 @@ class GpuCard(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node.name}/gpu{self.index}"
+
+
+def node_queue(node_name: str) -> str:
+    """The Celery queue of the agent serving a local node: the local executor sends there."""
+    return f"node.{node_name}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from celery import current_app
 
 from jobs.models import ReplicaAttempt
+from resources.models import node_queue
 from trainyard.reasons import Reason
 
 
@@ -14,7 +15,7 @@ class LocalExecutor:
     def start_attempts(self, attempt_ids: list[int]) -> None:
         for attempt_id, node_name in _nodes_of(attempt_ids):
             current_app.send_task(
-                "jobs.agent.start_attempt", args=[attempt_id], queue=f"node.{node_name}"
+                "jobs.agent.start_attempt", args=[attempt_id], queue=node_queue(node_name)
             )
 
     def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
@@ -22,7 +23,7 @@ class LocalExecutor:
             current_app.send_task(
                 "jobs.agent.stop_attempt",
                 args=[attempt_id, Reason.of(reason).as_json()],
-                queue=f"node.{node_name}",
+                queue=node_queue(node_name),
             )
 
 
