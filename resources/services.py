@@ -3,6 +3,7 @@
 from django.db import transaction
 
 from .models import GpuCard, Node
+from .signals import capacity_changed
 
 
 def node_sync_cards(*, node: Node) -> None:
@@ -23,11 +24,10 @@ def node_sync_cards(*, node: Node) -> None:
 def node_set_state(*, node: Node, state: str, reason: str = "") -> None:
     """Change a node's state; work stops going to a node that is not ready.
 
-    A pass is scheduled either way: a node that is ready again may start
-    waiting jobs, and one that is no longer ready changes their reasons.
+    Capacity changed either way (jobs' scheduler schedules a pass on it): a
+    node that is ready again may start waiting jobs, and one that is no longer
+    ready changes their reasons.
     """
-    from jobs.services.hooks import schedule_soon
-
     Node.objects.filter(pk=node.pk).update(state=state, state_reason=str(reason))
     node.state, node.state_reason = state, str(reason)
-    schedule_soon()
+    capacity_changed.send(sender=Node, node=node)

@@ -7,6 +7,7 @@ from django.dispatch import receiver
 
 from jobs.services.hooks import schedule_soon
 from resources.models import Node, Quota
+from resources.signals import capacity_changed
 
 # A heartbeat changes nothing the scheduler reads.
 HEARTBEAT_FIELDS = frozenset({"last_heartbeat", "sandboxed"})
@@ -27,4 +28,9 @@ def node_saved(sender, update_fields=None, **kwargs) -> None:
 
 @receiver(post_delete, sender=Node, dispatch_uid="schedule_on_node_delete")
 def node_deleted(sender, **kwargs) -> None:
+    schedule_soon()
+
+
+@receiver(capacity_changed, dispatch_uid="schedule_on_capacity_changed")
+def capacity_changed_schedule(sender, **kwargs) -> None:
     schedule_soon()
