@@ -71,6 +71,8 @@ INSTALLED_APPS = [
     "jobs",
     "billing",
     "notifications",
+    # Project-wide management commands (seed_demo); no models.
+    "trainyard",
     "axes",
 ]
 
