@@ -52,8 +52,9 @@ def measure(size: int, repeat: int) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from jobs.free_panel import free_panel
     from resources.feasibility import request_feasibility
-    from resources.free import free_panel, free_resources_compute, free_resources_refresh
+    from resources.free import free_resources_compute, free_resources_refresh
     from resources.request import ResourceRequest
 
     models = fill(size)

@@ -17,10 +17,10 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from resources.api_free import ResourcePartIn
 from resources.ratios import mib_to_gib, milli_to_cores
 from trainyard.api_pagination import Pagination
 
+from .api_resources import ResourcePartIn
 from .models import Job, JobEvent
 from .selectors import job_connect_points, jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body

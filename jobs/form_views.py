@@ -11,10 +11,9 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
-from resources.free import free_panel_for_page
-
 from .detail_views import visible_job
 from .forms import JobForm
+from .free_panel import free_panel_for_page
 from .models import PersonalTemplate
 from .services.job_export import job_submit_body
 from .services.submit import job_submit

@@ -4,7 +4,8 @@ The hint is not live (seed 002): a snapshot is computed by a periodic task or
 a Refresh button, and pages read the newest one. Computing it takes a fixed
 number of queries whatever the number of nodes: the per-node figures are
 grouped in the database and folded per model in Python. The user's own free
-quota is added when the panel is shown, since it differs per user.
+quota is added when the panel is shown, since it differs per user
+(``jobs.free_panel`` gathers what the user's jobs hold and billing's refusals).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from django.db.models import Count, F, Max, Q, Sum, Value
 from django.utils import timezone
 
 from .models import MIB_PER_GIB, MILLI_PER_CORE, FreeResourceSnapshot, GpuCard, GpuModel, Node
-from .quota import quota_limits, quota_usage
-from .vector import CPU, MEMORY
+from .quota import quota_limits
+from .vector import CPU, MEMORY, ResourceVector
 
 
 def free_resources_compute() -> dict:
@@ -41,16 +42,15 @@ def free_resources_latest() -> FreeResourceSnapshot:
     return snapshot or free_resources_refresh()
 
 
-def free_panel(*, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None) -> dict:
+def free_panel(
+    *, user: AbstractBaseUser, used: ResourceVector, refusals: dict, snapshot: FreeResourceSnapshot
+) -> dict:
     """What the panel and ``GET /api/v1/resources/free`` show to ``user``.
 
-    Each model says whether ``user`` may use it, and why not, by billing's rule
-    (the one submit applies).
+    The callers (``jobs.free_panel``) pass what the user's jobs hold (``used``)
+    and billing's refusals by model name: each model says whether ``user`` may
+    use it, and why not, by the rule submit applies.
     """
-    return _free_panel(user, snapshot or free_resources_latest(), _refusals(user))
-
-
-def _free_panel(user: AbstractBaseUser, snapshot: FreeResourceSnapshot, refusals: dict) -> dict:
     models = [
         {
             **row,
@@ -65,15 +65,8 @@ def _free_panel(user: AbstractBaseUser, snapshot: FreeResourceSnapshot, refusals
         "as_of": snapshot.as_of,
         **snapshot.data,
         "gpu_models": models,
-        "quota": quota_free(user=user),
+        "quota": quota_free(limits=quota_limits(user=user), used=used),
     }
-
-
-def _refusals(user: AbstractBaseUser) -> dict:
-    from billing.rules import gpu_model_refusals  # billing's services import the job services
-
-    models = GpuModel.objects.prefetch_related("members")
-    return gpu_model_refusals(user=user, gpu_models=models)
 
 
 def _per_node_cards() -> list[dict]:
@@ -151,10 +144,8 @@ def _gib(mib: int | None) -> float:
     return round((mib or 0) / MIB_PER_GIB, 3)
 
 
-def quota_free(*, user: AbstractBaseUser) -> dict:
+def quota_free(*, limits: dict[str, int], used: ResourceVector) -> dict:
     """Limit, use and free amount of each quota the user has; ``None`` means unlimited."""
-    limits = quota_limits(user=user)
-    used = quota_usage(user=user)
 
     def entry(key: str, scale=lambda v: v) -> dict:
         limit = limits.get(key)
@@ -173,12 +164,8 @@ def quota_free(*, user: AbstractBaseUser) -> dict:
     return {"cpu_cores": entry(CPU, _cores), "memory_gib": entry(MEMORY, _gib), **per_model}
 
 
-def free_panel_for_page(
-    *, user: AbstractBaseUser, snapshot: FreeResourceSnapshot | None = None
-) -> dict:
+def panel_for_page(panel: dict, refusals: dict) -> dict:
     """``free_panel`` plus its GPU rows with the user's own free quota of each model."""
-    refusals = _refusals(user)
-    panel = _free_panel(user, snapshot or free_resources_latest(), refusals)
     rows = [{**row, "not_available": refusals.get(row["name"])} for row in _rows_with_quota(panel)]
     notes = list(dict.fromkeys(r.note for r in refusals.values()))
     return {**panel, "rows": rows, "not_available_notes": notes}

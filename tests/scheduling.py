@@ -15,11 +15,12 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from jobs.models import Job, PortAllocation
+from jobs.quota_usage import quota_usage_for
 from jobs.scheduler import run_pass
 from jobs.scheduler.release import job_release
 from jobs.services.transitions import job_transition
 from resources.models import Allocation, CardAllocation, GpuCard, Node
-from resources.quota import quota_limits_for, quota_usage_for
+from resources.quota import quota_limits_for
 
 
 def run_job(job: Job, *, started_minutes_ago: int = 0) -> Job:

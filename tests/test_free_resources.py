@@ -5,8 +5,9 @@ import time
 import pytest
 from django.urls import reverse
 
+from jobs.free_panel import free_panel
 from jobs.models import Job
-from resources.free import free_panel, free_resources_compute, free_resources_refresh
+from resources.free import free_resources_compute, free_resources_refresh
 from resources.models import FreeResourceSnapshot, GpuCard, GpuModel, Node, Quota
 from resources.tasks import refresh_free_resources
 from tests.factories import JobFactory, QuotaFactory

@@ -5,11 +5,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs.models import Job, Replica
+from jobs.quota_usage import quota_usage
 from jobs.scheduler import run_pass
 from jobs.scheduler.passes import SchedulingPass
 from jobs.scheduler.writes import NodeChanged
 from resources.models import CardAllocation, GpuCard, Node, Quota
-from resources.quota import quota_usage
 from resources.services import node_set_state
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, UserFactory
 from tests.scheduling import assert_invariants, fresh, states

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 
 from jobs.models import Job
+from jobs.quota_usage import quota_usage
 from jobs.scheduler import run_pass
 from resources.models import Quota
-from resources.quota import quota_usage
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, QuotaFactory, UserFactory
 from tests.scheduling import assert_invariants, end_job, fresh, run_job, states
 

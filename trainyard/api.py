@@ -90,9 +90,9 @@ def register_routers() -> None:
     from billing.api import router as billing_router
     from jobs.api import router as jobs_router
     from jobs.api_jobs import router as job_api_router
+    from jobs.api_resources import router as free_api_router
     from jobs.estimates.api import router as estimates_router
     from resources.api import router as resources_router
-    from resources.api_free import router as free_api_router
 
     api.add_router("/", resources_router)
     api.add_router("/", jobs_router)

@@ -27,7 +27,7 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("jobs/", include("jobs.urls")),
-    path("resources/", include("resources.urls")),
+    path("resources/", include("jobs.resource_urls")),
     path("billing/", include("billing.urls")),
     path("notifications/", include("notifications.urls")),
     path("api/v1/", api.urls),

@@ -12,8 +12,9 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime
 
+from jobs.quota_usage import Holding, quota_holdings_for
 from resources.catalog import ModelCatalog
-from resources.quota import Holding, charged_vector, quota_holdings_for, quota_limits_for
+from resources.quota import charged_vector, quota_limits_for
 from resources.vector import ResourceVector
 from trainyard.reasons import Reason
 

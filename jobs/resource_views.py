@@ -1,10 +1,15 @@
+"""The resources overview page (nodes and the free panel): in jobs, since the panel shows
+what the user's jobs hold and which models billing lets them use."""
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from .free import free_panel_for_page, free_resources_refresh
-from .selectors import nodes_overview
+from resources.free import free_resources_refresh
+from resources.selectors import nodes_overview
+
+from .free_panel import free_panel_for_page
 
 FREE_PANEL = "resources/overview.html#free-panel"
 

@@ -1,6 +1,8 @@
+"""The resources pages (``/resources/``, namespace ``resources``): ``jobs.resource_views``."""
+
 from django.urls import path
 
-from . import views
+from . import resource_views as views
 
 app_name = "resources"
 urlpatterns = [

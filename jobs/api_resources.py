@@ -1,4 +1,7 @@
-"""API: the free-resource hint and the feasibility check (``/api/v1/resources/...``)."""
+"""API: the free-resource hint and the feasibility check (``/api/v1/resources/...``).
+
+In jobs, not resources: both answer with what the user's jobs hold and what
+billing lets them use, and feasibility is submit's own admission check."""
 
 from __future__ import annotations
 
@@ -8,7 +11,11 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from pydantic import ConfigDict
 
-from .free import free_panel, free_resources_refresh
+from resources.free import free_resources_refresh
+
+from .free_panel import free_panel
+from .services.admission import request_admission
+from .services.resources_input import job_resources_resolve
 
 router = Router(tags=["resources"])
 
@@ -95,25 +102,32 @@ class FeasibilityOut(Schema):
     reasons: list[str]
 
 
-@router.get("/resources/free", response=FreeOut)
+# The OpenAPI operation ids stay those published before these endpoints moved from
+# ``resources.api_free``: generated clients name their methods after them.
+@router.get("/resources/free", response=FreeOut, operation_id="resources_api_free_free_resources")
 def free_resources(request: HttpRequest):
     """The newest free-resource snapshot (not live) and your own free quota."""
     return free_panel(user=request.user)
 
 
-@router.post("/resources/free/refresh", response=FreeOut)
+@router.post(
+    "/resources/free/refresh",
+    response=FreeOut,
+    operation_id="resources_api_free_free_resources_refresh_now",
+)
 def free_resources_refresh_now(request: HttpRequest):
     """Recompute the snapshot now, then answer as ``GET /resources/free``."""
     return free_panel(user=request.user, snapshot=free_resources_refresh())
 
 
-@router.post("/resources/feasibility", response=FeasibilityOut)
+@router.post(
+    "/resources/feasibility",
+    response=FeasibilityOut,
+    operation_id="resources_api_free_feasibility",
+)
 def feasibility(request: HttpRequest, payload: ResourcePartIn):
     """Could this request ever run: may your account use it, is there a node big enough,
     is it within your quota? The same rules as submitting it."""
-    from jobs.services.admission import request_admission
-    from jobs.services.resources_input import job_resources_resolve
-
     resource_request = job_resources_resolve(
         user=request.user, data=payload.model_dump(exclude_unset=True)
     )
