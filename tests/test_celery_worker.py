@@ -1,10 +1,10 @@
 """A real Celery worker runs tasks sent through the configured broker."""
 
-import time
-
 import pytest
 
 from jobs.tasks import schedule_pass
+from tests.support.processes import celery_idle
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -13,13 +13,12 @@ def test_real_worker_runs_a_scheduling_pass(start_celery_worker, tmp_path):
     start_celery_worker(queues="celery")
     schedule_pass.delay()
     log = tmp_path / "worker-0.log"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "schedule_pass" not in log.read_text():
-        time.sleep(0.2)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "succeeded" not in log.read_text():
-        time.sleep(0.2)
-    assert "succeeded" in log.read_text(), log.read_text()
+    wait_until(
+        lambda: "jobs.tasks.schedule_pass" in log.read_text() and _count_succeeded(log) == 1,
+        what="the pass to succeed",
+        timeout=30,
+        logs=log.read_text,
+    )
 
 
 def _worker_backends() -> dict[int, str]:
@@ -47,17 +46,11 @@ def test_tasks_reuse_the_workers_database_connection(start_celery_worker, tmp_pa
     start_celery_worker(queues="celery", concurrency=1)
     log = tmp_path / "worker-0.log"
     schedule_pass.delay()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _count_succeeded(log) < 1:
-        time.sleep(0.1)
-    time.sleep(0.5)
+    wait_until(lambda: _count_succeeded(log) == 1, what="the first pass", logs=log.read_text)
     first = _worker_backends()
     assert first, "the worker kept no connection after its task"
     for _ in range(4):
         schedule_pass.delay()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _count_succeeded(log) < 5:
-        time.sleep(0.1)
-    assert _count_succeeded(log) == 5, log.read_text()
-    time.sleep(0.5)
+    wait_until(lambda: _count_succeeded(log) == 5, what="four more passes", logs=log.read_text)
+    assert celery_idle(log, ["celery"]), log.read_text()
     assert _worker_backends().keys() == first.keys()

@@ -1,6 +1,5 @@
 """A real Celery worker sends the notifications after the changes commit, once each."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -11,6 +10,7 @@ from notifications.models import Kind, Notification, NotificationSettings
 from notifications.tasks import notify_job_event, notify_long_waits
 from tests.factories import JobFactory, UserFactory
 from tests.notification_support import PATHS, last_event, move
+from tests.support.processes import celery_idle
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -34,9 +34,10 @@ def test_a_committed_job_end_is_mailed_once_by_the_worker(start_celery_worker, t
         what="the start notified",
         timeout=30,
     )
-    time.sleep(2)
+    worker_log = tmp_path / "worker-0.log"
+    wait_until(lambda: celery_idle(worker_log, ["notifications"]), what="every task run")
 
-    log = (tmp_path / "worker-0.log").read_text()
+    log = worker_log.read_text()
     subject = f"Subject: [Trainyard] Job #{job.pk} {job.name} succeeded"
     assert log.count(subject) == 1, log
     assert Notification.objects.filter(user=owner).count() == 2
@@ -52,9 +53,10 @@ def test_the_beat_task_finds_a_long_wait_and_the_worker_mails_it(start_celery_wo
     notify_long_waits.delay()
     notify_long_waits.delay()
     wait_until(lambda: sent(owner, Kind.LONG_WAIT), what="the long wait mailed", timeout=30)
-    time.sleep(2)
+    worker_log = tmp_path / "worker-0.log"
+    wait_until(lambda: celery_idle(worker_log, ["notifications"]), what="both tasks run")
 
-    log = (tmp_path / "worker-0.log").read_text()
+    log = worker_log.read_text()
     assert log.count(f"Subject: [Trainyard] Job #{job.pk} {job.name} has waited over 30") == 1
 
 

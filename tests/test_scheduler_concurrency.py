@@ -20,6 +20,8 @@ from jobs.tasks import schedule_pass
 from resources.models import Quota
 from tests.factories import GpuModelFactory, NodeFactory, ProjectFactory, UserFactory
 from tests.scheduling import assert_invariants, consistent_snapshot, end_job, run_job
+from tests.support.processes import celery_idle
+from tests.support.waiting import wait_until
 
 pytestmark = [
     pytest.mark.skipif(
@@ -130,9 +132,10 @@ def test_passes_submissions_and_releases_at_once_never_over_allocate(transaction
 
 
 @pytest.mark.integration
-def test_a_worker_of_several_processes_admits_exactly_the_quota(start_celery_worker):
+def test_a_worker_of_several_processes_admits_exactly_the_quota(start_celery_worker, tmp_path):
     v100, projects = cluster_and_users(nodes=5, users=4, quota=8)
     start_celery_worker(queues="celery", concurrency=3)
+    log = tmp_path / "worker-0.log"
 
     for number in range(100):
         project = projects[number % len(projects)]
@@ -156,11 +159,9 @@ def test_a_worker_of_several_processes_admits_exactly_the_quota(start_celery_wor
         explained = Job.objects.filter(state=Job.State.QUOTA_WAIT).exclude(state_reason="")
         return starting == 32 and explained.count() == 68
 
-    deadline = time.monotonic() + 60
-    while not settled() and time.monotonic() < deadline:
-        time.sleep(0.3)
+    wait_until(settled, what="32 started and 68 told why they wait", logs=log.read_text)
     schedule_pass.delay()
-    time.sleep(2)  # later passes change nothing
+    wait_until(lambda: celery_idle(log, ["celery"]), what="a later pass", logs=log.read_text)
     assert Job.objects.filter(state=Job.State.STARTING).count() == 32
     assert Job.objects.filter(state=Job.State.QUOTA_WAIT).count() == 68
     assert_invariants()

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
+
+import redis
+from django.conf import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_SECONDS = 10
@@ -68,3 +73,35 @@ def stop(processes: Iterable[subprocess.Popen | None], timeout: float = STOP_SEC
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             kill(process)
+
+
+TASK_LINE = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (received|succeeded|failed|retry|raised)")
+
+
+def celery_idle(log: Path, queues: Iterable[str], *, settle: float = 0.2) -> bool:
+    """The worker writing ``log`` has finished every task it took, and its ``queues`` hold
+    no message: whatever was sent to them before this call has run (needs the INFO log).
+
+    Between popping a message and logging ``received`` a worker takes a few milliseconds:
+    idle is seen twice, ``settle`` seconds apart, with nothing received in between.
+    """
+    first = _idle_tasks(log, queues)
+    if first is None:
+        return False
+    time.sleep(settle)
+    return _idle_tasks(log, queues) == first
+
+
+def _idle_tasks(log: Path, queues: Iterable[str]) -> frozenset[str] | None:
+    """The tasks the log shows finished, if none waits or runs; else None."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    try:
+        keys = [k for q in queues for k in client.scan_iter(match=f"{q}*")]
+        if any(client.llen(key) for key in keys if client.type(key) == b"list"):
+            return None
+    finally:
+        client.close()
+    received, finished = set(), set()
+    for task_id, what in TASK_LINE.findall(log.read_text()):
+        (received if what == "received" else finished).add(task_id)
+    return frozenset(finished) if received <= finished else None
