@@ -22,6 +22,7 @@ from trainyard.api_pagination import Pagination
 
 from .api_resources import ResourcePartIn
 from .models import Job, JobEvent
+from .models.job import MAX_COMMAND_CHARS, MAX_PORT, MAX_PORTS_PER_JOB, MAX_RETRIES, MIN_PORT
 from .selectors import job_connect_points, jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
@@ -36,7 +37,9 @@ class JobIn(ResourcePartIn):
 
     project: str | None = None
     name: str | None = None
-    command: str | None = Field(None, description="≤ 10,000 characters, run line by line from /")
+    command: str | None = Field(
+        None, description=f"≤ {MAX_COMMAND_CHARS:,} characters, run line by line from /"
+    )
     template: str | None = Field(
         None, description="A workload template's name; fills what is omitted (command, …)"
     )
@@ -47,9 +50,11 @@ class JobIn(ResourcePartIn):
     pretrained_models: list[str] | None = Field(None, description="Default: all of the project's")
     code_version: str | None = Field(None, description="Default: the newest; null: none")
     image: str | None = Field(None, description="Default: the project's default; null: none")
-    ports: list[int] | None = Field(None, description="≤ 10, each 1025–65535, unique")
+    ports: list[int] | None = Field(
+        None, description=f"≤ {MAX_PORTS_PER_JOB}, each {MIN_PORT}–{MAX_PORT}, unique"
+    )
     max_runtime_minutes: int | None = Field(None, description="null: no limit")
-    max_retries: int | None = Field(None, description="0–10, default 0")
+    max_retries: int | None = Field(None, description=f"0–{MAX_RETRIES}, default 0")
     priority: str | None = Field(None, description="normal (default) or high (staff only)")
 
 

@@ -12,6 +12,13 @@ from ninja import Field, Router, Schema
 from pydantic import ConfigDict
 
 from resources.free import free_resources_refresh
+from resources.models import (
+    MAX_VGPU_COMPUTE_PERCENT,
+    MIN_DISTRIBUTED_REPLICAS,
+    MIN_STORAGE_GIB,
+    MIN_VGPU_COMPUTE_PERCENT,
+)
+from resources.ratios import CPU_MEMORY_RATIOS, DEFAULT_STORAGE_GIB
 
 from .free_panel import free_panel
 from .services.admission import request_admission
@@ -28,12 +35,19 @@ class ResourcesIn(Schema):
     kind: str | None = Field(None, description="cpu, gpu or vgpu")
     gpu_model: str | None = None
     gpu_count: int | None = None
-    vgpu_compute_percent: int | None = Field(None, description="1–100, per virtual GPU")
+    vgpu_compute_percent: int | None = Field(
+        None,
+        description=f"{MIN_VGPU_COMPUTE_PERCENT}–{MAX_VGPU_COMPUTE_PERCENT}, per virtual GPU",
+    )
     vgpu_memory_gib: float | None = Field(None, description="Default: compute % × card memory")
     cpu_cores: float | None = Field(None, description="Default: the model's per-card ratio")
     memory_gib: float | None = Field(None, description="Default: per-card ratio, or 4 GiB/core")
-    storage_gib: int | None = Field(None, description="Default 10, at least 2")
-    cpu_memory_ratio: int | None = Field(None, description="CPU jobs: GiB per core, 2, 4 or 8")
+    storage_gib: int | None = Field(
+        None, description=f"Default {DEFAULT_STORAGE_GIB}, at least {MIN_STORAGE_GIB}"
+    )
+    cpu_memory_ratio: int | None = Field(
+        None, description=f"CPU jobs: GiB per core, {', '.join(map(str, CPU_MEMORY_RATIOS))}"
+    )
 
 
 class ResourcePartIn(Schema):
@@ -42,7 +56,11 @@ class ResourcePartIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     task_mode: str | None = Field(None, description="single (default) or distributed")
-    replicas: int | None = Field(None, description="Distributed: 2..max nodes (default 2)")
+    replicas: int | None = Field(
+        None,
+        description=f"Distributed: {MIN_DISTRIBUTED_REPLICAS}..max nodes "
+        f"(default {MIN_DISTRIBUTED_REPLICAS})",
+    )
     config_mode: str | None = Field(None, description="parameter (default) or spec")
     spec: str | None = None
     resources: ResourcesIn | None = None

@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from jobs.forms.fields import NameChoiceField
 from jobs.models import WorkloadTemplate
+from jobs.models.job import MAX_COMMAND_CHARS
 
 from .panel import EstimatePanel, estimate_panel
 from .rules import templates_for_user
@@ -39,7 +40,9 @@ def add_template_fields(form: forms.Form) -> None:
             "Optional. Runs before the startup command in the same replica; billed, but the "
             "max run time counts from the start of training."
         ),
-        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false", "maxlength": 10_000}),
+        widget=forms.Textarea(
+            attrs={"rows": 2, "spellcheck": "false", "maxlength": MAX_COMMAND_CHARS}
+        ),
     )
     form.fields["filled_template"] = forms.CharField(required=False, widget=forms.HiddenInput)
     listed = templates_for_user(user=form.user)

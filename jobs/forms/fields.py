@@ -6,6 +6,15 @@ wrong (a disabled spec, a dataset of another project, ...).
 """
 
 from django import forms
+from django.utils.functional import lazy
+
+
+def _interpolated(message, values: dict) -> str:
+    return str(message) % values
+
+
+# A lazy message with its numbers filled in when shown, in the reader's language.
+interpolated_lazy = lazy(_interpolated, str)
 
 
 class NameChoiceField(forms.ChoiceField):

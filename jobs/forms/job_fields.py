@@ -10,7 +10,20 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from jobs.models import Job
-from resources.models import ResourceKind
+from jobs.models.job import (
+    MAX_COMMAND_CHARS,
+    MAX_PORT,
+    MAX_PORTS_PER_JOB,
+    MAX_RETRIES,
+    MIN_PORT,
+)
+from resources.models import (
+    MAX_VGPU_COMPUTE_PERCENT,
+    MIN_DISTRIBUTED_REPLICAS,
+    MIN_STORAGE_GIB,
+    MIN_VGPU_COMPUTE_PERCENT,
+    ResourceKind,
+)
 from resources.ratios import (
     CPU_MEMORY_RATIOS,
     DEFAULT_CPU_CORES,
@@ -19,7 +32,7 @@ from resources.ratios import (
     DEFAULT_VGPU_COMPUTE_PERCENT,
 )
 
-from .fields import NameChoiceField, NameMultipleChoiceField, number_input
+from .fields import NameChoiceField, NameMultipleChoiceField, interpolated_lazy, number_input
 
 RATIO, CUSTOM = "ratio", "custom"
 # The resource section's fields, whose messages show as they are typed.
@@ -55,7 +68,10 @@ class JobFields(forms.Form):
         widget=forms.RadioSelect,
     )
     replicas = forms.CharField(
-        label=_("Nodes"), required=False, initial=2, widget=number_input(min=2, step=1)
+        label=_("Nodes"),
+        required=False,
+        initial=MIN_DISTRIBUTED_REPLICAS,
+        widget=number_input(min=MIN_DISTRIBUTED_REPLICAS, step=1),
     )
     config_mode = forms.ChoiceField(
         label=_("Config mode"),
@@ -79,7 +95,7 @@ class JobFields(forms.Form):
         label=_("Compute per GPU (%)"),
         required=False,
         initial=DEFAULT_VGPU_COMPUTE_PERCENT,
-        widget=number_input(min=1, max=100, step=1),
+        widget=number_input(min=MIN_VGPU_COMPUTE_PERCENT, max=MAX_VGPU_COMPUTE_PERCENT, step=1),
     )
     vgpu_memory_unlocked = forms.BooleanField(
         label=_("Unlock the ratio and set GPU memory per GPU myself"), required=False
@@ -113,15 +129,22 @@ class JobFields(forms.Form):
         label=_("Temporary storage (GiB)"),
         required=False,
         initial=DEFAULT_STORAGE_GIB,
-        help_text=_("At least 2 GiB; freed when the job ends."),
-        widget=number_input(min=2, step=1),
+        help_text=interpolated_lazy(
+            _("At least %(min)s GiB; freed when the job ends."), {"min": MIN_STORAGE_GIB}
+        ),
+        widget=number_input(min=MIN_STORAGE_GIB, step=1),
     )
     command = forms.CharField(
         label=_("Startup command"),
         required=False,
         strip=False,
-        help_text=_("Up to 10,000 characters, one command per line, run from /."),
-        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "maxlength": 10_000}),
+        help_text=interpolated_lazy(
+            _("Up to %(max)s characters, one command per line, run from /."),
+            {"max": f"{MAX_COMMAND_CHARS:,}"},
+        ),
+        widget=forms.Textarea(
+            attrs={"rows": 6, "spellcheck": "false", "maxlength": MAX_COMMAND_CHARS}
+        ),
     )
     items_project = forms.CharField(required=False, widget=forms.HiddenInput)
     datasets = NameMultipleChoiceField(
@@ -135,7 +158,10 @@ class JobFields(forms.Form):
     ports = forms.CharField(
         label=_("Open ports"),
         required=False,
-        help_text=_("Up to 10, each 1025–65535, separated by commas; can be changed later."),
+        help_text=interpolated_lazy(
+            _("Up to %(max)s, each %(low)s–%(high)s, separated by commas; can be changed later."),
+            {"max": MAX_PORTS_PER_JOB, "low": MIN_PORT, "high": MAX_PORT},
+        ),
         widget=forms.TextInput(attrs={"placeholder": "8080, 6006"}),
     )
     max_runtime = forms.CharField(
@@ -154,8 +180,10 @@ class JobFields(forms.Form):
         label=_("Replica retries"),
         required=False,
         initial=0,
-        help_text=_("0–10. A replica that fails is restarted whole."),
-        widget=number_input(min=0, max=10, step=1),
+        help_text=interpolated_lazy(
+            _("0–%(max)s. A replica that fails is restarted whole."), {"max": MAX_RETRIES}
+        ),
+        widget=number_input(min=0, max=MAX_RETRIES, step=1),
     )
     priority = NameChoiceField(
         label=_("Priority"),

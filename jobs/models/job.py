@@ -8,14 +8,13 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.utils.translation import gettext_lazy as _
 
-from resources.models import GpuModel, ResourceKind, Spec
+from resources.models import MIN_STORAGE_GIB, GpuModel, ResourceKind, Spec
 from trainyard.reasons import Reason, reason_text
 
 MAX_COMMAND_CHARS = 10_000
 MAX_PORTS_PER_JOB = 10
 MIN_PORT, MAX_PORT = 1025, 65535
 MAX_RETRIES = 10
-MIN_STORAGE_GIB = 2
 
 models.CharField.register_lookup(Length)
 models.TextField.register_lookup(Length)

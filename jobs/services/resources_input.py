@@ -16,8 +16,16 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from jobs.models import Job
-from jobs.models.job import MIN_STORAGE_GIB
-from resources.models import GpuModel, ResourceKind, SiteSettings, Spec
+from resources.models import (
+    MAX_VGPU_COMPUTE_PERCENT,
+    MIN_DISTRIBUTED_REPLICAS,
+    MIN_STORAGE_GIB,
+    MIN_VGPU_COMPUTE_PERCENT,
+    GpuModel,
+    ResourceKind,
+    SiteSettings,
+    Spec,
+)
 from resources.ratios import (
     CPU_MEMORY_RATIOS,
     DEFAULT_CPU_CORES,
@@ -118,11 +126,12 @@ def _replicas(data: dict, site: SiteSettings, errors: FieldErrors) -> int:
             _("Task mode must be single or distributed; you gave %(mode)s") % {"mode": mode},
         )
         return 1
-    replicas = 2 if given is None else given
-    if replicas < 2:
+    replicas = MIN_DISTRIBUTED_REPLICAS if given is None else given
+    if replicas < MIN_DISTRIBUTED_REPLICAS:
         errors.add(
             "replicas",
-            _("A distributed job needs at least 2 nodes; you gave %(n)s") % {"n": replicas},
+            _("A distributed job needs at least %(min)s nodes; you gave %(n)s")
+            % {"min": MIN_DISTRIBUTED_REPLICAS, "n": replicas},
         )
     elif replicas > site.max_nodes_per_job:
         errors.add(
@@ -265,10 +274,11 @@ def _gpu_model(name: str | None, kind: str, errors: FieldErrors) -> GpuModel | N
 def _vgpu_percent(resources: dict, errors: FieldErrors) -> int | None:
     percent = as_integer(resources.get("vgpu_compute_percent"), "vgpu_compute_percent", errors)
     percent = DEFAULT_VGPU_COMPUTE_PERCENT if percent is None else percent
-    if not 1 <= percent <= 100:
+    if not MIN_VGPU_COMPUTE_PERCENT <= percent <= MAX_VGPU_COMPUTE_PERCENT:
         errors.add(
             "vgpu_compute_percent",
-            _("Compute per GPU must be between 1 and 100%%; you gave %(n)s%%") % {"n": percent},
+            _("Compute per GPU must be between %(min)s and %(max)s%%; you gave %(n)s%%")
+            % {"min": MIN_VGPU_COMPUTE_PERCENT, "max": MAX_VGPU_COMPUTE_PERCENT, "n": percent},
         )
         return None
     return percent

@@ -7,6 +7,12 @@ API show GiB and cores. One module per responsibility; import from here.
 
 from .allocations import Allocation, CardAllocation, FreeResourceSnapshot
 from .gpu_models import GpuModel, ResourceKind, SlurmGpuType
+from .limits import (
+    MAX_VGPU_COMPUTE_PERCENT,
+    MIN_DISTRIBUTED_REPLICAS,
+    MIN_STORAGE_GIB,
+    MIN_VGPU_COMPUTE_PERCENT,
+)
 from .nodes import GpuCard, Node, node_queue
 from .quotas import Quota
 from .site import SiteSettings
@@ -14,8 +20,12 @@ from .specs import Spec
 from .units import MIB_PER_GIB, MILLI_PER_CORE, exact_decimal, exact_gib
 
 __all__ = [
+    "MAX_VGPU_COMPUTE_PERCENT",
     "MIB_PER_GIB",
     "MILLI_PER_CORE",
+    "MIN_DISTRIBUTED_REPLICAS",
+    "MIN_STORAGE_GIB",
+    "MIN_VGPU_COMPUTE_PERCENT",
     "Allocation",
     "CardAllocation",
     "FreeResourceSnapshot",

@@ -5,6 +5,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from .gpu_models import GpuModel, ResourceKind
+from .limits import MAX_VGPU_COMPUTE_PERCENT, MIN_STORAGE_GIB, MIN_VGPU_COMPUTE_PERCENT
 
 
 class Spec(models.Model):
@@ -43,7 +44,11 @@ class Spec(models.Model):
                 ),
             ),
             models.CheckConstraint(
-                condition=Q(kind="vgpu", vgpu_compute_percent__gte=1, vgpu_compute_percent__lte=100)
+                condition=Q(
+                    kind="vgpu",
+                    vgpu_compute_percent__gte=MIN_VGPU_COMPUTE_PERCENT,
+                    vgpu_compute_percent__lte=MAX_VGPU_COMPUTE_PERCENT,
+                )
                 | (~Q(kind="vgpu") & Q(vgpu_compute_percent__isnull=True)),
                 name="spec_vgpu_compute_1_100",
                 violation_error_message=_(
@@ -52,7 +57,7 @@ class Spec(models.Model):
                 ),
             ),
             models.CheckConstraint(
-                condition=Q(storage_gib__gte=2),
+                condition=Q(storage_gib__gte=MIN_STORAGE_GIB),
                 name="spec_storage_gte_2",
                 violation_error_message=_("Temporary storage is at least 2 GiB."),
             ),
