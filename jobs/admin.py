@@ -4,6 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from resources.admin_units import UnitFieldsMixin
+from resources.models import REPLICA_RESOURCE_COLUMNS
 
 from .models import (
     ApiToken,
@@ -89,6 +90,34 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
     list_select_related = ["owner", "project", "gpu_model"]
     # The reason as the reader reads it; its stored English, code and parameters stay out.
     exclude = ["state_reason", "state_reason_code", "state_reason_params"]
+    fields = [
+        "owner",
+        "project",
+        "name",
+        "task_mode",
+        "replicas",
+        "config_mode",
+        "spec",
+        "template",
+        "resource_kind",
+        *REPLICA_RESOURCE_COLUMNS,
+        "command",
+        "augmentation_command",
+        "code_version",
+        "image",
+        "max_runtime_minutes",
+        "expected_seconds",
+        "max_retries",
+        "priority",
+        "stop_requested_at",
+        "state",
+        "shown_reason",
+        "queue_position",
+        "estimated_start",
+        "attempt",
+        "started_at",
+        "finished_at",
+    ]
     readonly_fields = [
         "state",
         "shown_reason",

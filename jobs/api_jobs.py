@@ -17,7 +17,7 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
-from resources.ratios import mib_to_gib, milli_to_cores
+from resources.schemas import ReplicaResourcesOut, replica_resources_out
 from trainyard.api_pagination import Pagination
 
 from .api_resources import ResourcePartIn
@@ -62,17 +62,6 @@ class JobPatchIn(Schema):
     ports: list[int] | None = None
 
 
-class JobResourcesOut(Schema):
-    kind: str
-    gpu_model: str | None
-    gpu_count: int
-    vgpu_compute_percent: int | None
-    vgpu_memory_gib: float | None
-    cpu_cores: float
-    memory_gib: float
-    storage_gib: int
-
-
 class JobOut(Schema):
     id: int
     name: str
@@ -90,7 +79,7 @@ class JobOut(Schema):
     replicas: int
     config_mode: str
     spec: str | None
-    resources: JobResourcesOut
+    resources: ReplicaResourcesOut
     command: str
     template: str | None
     augmentation_command: str
@@ -125,16 +114,7 @@ class JobOut(Schema):
 
     @staticmethod
     def resolve_resources(job: Job) -> dict:
-        return {
-            "kind": job.resource_kind,
-            "gpu_model": job.gpu_model.name if job.gpu_model_id else None,
-            "gpu_count": job.gpu_count,
-            "vgpu_compute_percent": job.vgpu_compute_percent,
-            "vgpu_memory_gib": mib_to_gib(job.vgpu_memory_mib) if job.vgpu_memory_mib else None,
-            "cpu_cores": milli_to_cores(job.cpu_milli),
-            "memory_gib": mib_to_gib(job.memory_mib),
-            "storage_gib": job.storage_gib,
-        }
+        return replica_resources_out(job, kind=job.resource_kind)
 
     @staticmethod
     def resolve_template(job: Job) -> str | None:

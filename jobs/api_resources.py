@@ -13,12 +13,13 @@ from pydantic import ConfigDict
 
 from resources.free import free_resources_refresh
 from resources.models import (
+    DEFAULT_STORAGE_GIB,
     MAX_VGPU_COMPUTE_PERCENT,
     MIN_DISTRIBUTED_REPLICAS,
     MIN_STORAGE_GIB,
     MIN_VGPU_COMPUTE_PERCENT,
 )
-from resources.ratios import CPU_MEMORY_RATIOS, DEFAULT_STORAGE_GIB
+from resources.ratios import CPU_MEMORY_RATIOS
 
 from .free_panel import free_panel
 from .services.admission import request_admission

@@ -13,6 +13,7 @@ from .admin_units import (
     memory_gib,
 )
 from .models import (
+    REPLICA_RESOURCE_COLUMNS,
     FreeResourceSnapshot,
     GpuCard,
     GpuModel,
@@ -207,6 +208,7 @@ class SpecAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "enabled",
         "order",
     ]
+    fields = ["name", "kind", *REPLICA_RESOURCE_COLUMNS, "enabled", "order"]
     list_filter = ["kind", "enabled", "gpu_model"]
     list_editable = ["enabled", "order"]
     search_fields = ["name"]

@@ -2,6 +2,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 
 from .models import GpuModel, Spec
+from .schemas import ReplicaResourcesOut, replica_resources_out
 
 router = Router(tags=["resources"])
 
@@ -17,16 +18,8 @@ class GpuModelOut(Schema):
     members: list[str]
 
 
-class SpecOut(Schema):
+class SpecOut(ReplicaResourcesOut):
     name: str
-    kind: str
-    gpu_model: str | None
-    gpu_count: int
-    vgpu_compute_percent: int | None
-    vgpu_memory_gib: float | None
-    cpu_cores: float
-    memory_gib: float
-    storage_gib: int
 
 
 @router.get("/gpu-models", response=list[GpuModelOut])
@@ -49,16 +42,6 @@ def list_gpu_models(request: HttpRequest):
 @router.get("/specs", response=list[SpecOut])
 def list_specs(request: HttpRequest):
     return [
-        SpecOut(
-            name=s.name,
-            kind=s.kind,
-            gpu_model=s.gpu_model.name if s.gpu_model_id else None,
-            gpu_count=s.gpu_count,
-            vgpu_compute_percent=s.vgpu_compute_percent,
-            vgpu_memory_gib=s.vgpu_memory_mib / 1024 if s.vgpu_memory_mib else None,
-            cpu_cores=s.cpu_milli / 1000,
-            memory_gib=s.memory_mib / 1024,
-            storage_gib=s.storage_gib,
-        )
+        SpecOut(name=s.name, **replica_resources_out(s, kind=s.kind))
         for s in Spec.objects.filter(enabled=True).select_related("gpu_model")
     ]

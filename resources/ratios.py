@@ -1,8 +1,9 @@
 """Ratios that fill in a request from its main choice, and the unit conversions of the UI.
 
 Pages and the API speak cores and GiB; the database keeps millicores and MiB.
-Every default a user does not override comes from here, so the form's live
-values, the API's omitted fields and the submit service agree.
+Every default a user does not override comes from here (storage's from
+``models.limits``), so the form's live values, the API's omitted fields and the
+submit service agree.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from .models import MIB_PER_GIB, MILLI_PER_CORE, GpuModel
 CPU_MEMORY_RATIOS = (2, 4, 8)  # GiB of memory per core (1:2, 1:4, 1:8)
 DEFAULT_CPU_MEMORY_RATIO = 4
 DEFAULT_CPU_CORES = 4
-DEFAULT_STORAGE_GIB = 10
 DEFAULT_VGPU_COMPUTE_PERCENT = 50
 
 

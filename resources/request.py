@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import GpuModel, ResourceKind
+from .models import DEFAULT_STORAGE_GIB, GpuModel, ResourceKind
 from .vector import CPU, MEMORY, STORAGE, ResourceVector, gpu_key, vgpu_key
 
 
@@ -15,7 +15,7 @@ class ResourceRequest:
     kind: str
     cpu_milli: int
     memory_mib: int
-    storage_gib: int = 10
+    storage_gib: int = DEFAULT_STORAGE_GIB
     gpu_model: GpuModel | None = None
     gpu_count: int = 0
     vgpu_compute_percent: int | None = None

@@ -18,6 +18,7 @@ from jobs.models.job import (
     MIN_PORT,
 )
 from resources.models import (
+    DEFAULT_STORAGE_GIB,
     MAX_VGPU_COMPUTE_PERCENT,
     MIN_DISTRIBUTED_REPLICAS,
     MIN_STORAGE_GIB,
@@ -28,7 +29,6 @@ from resources.ratios import (
     CPU_MEMORY_RATIOS,
     DEFAULT_CPU_CORES,
     DEFAULT_CPU_MEMORY_RATIO,
-    DEFAULT_STORAGE_GIB,
     DEFAULT_VGPU_COMPUTE_PERCENT,
 )
 

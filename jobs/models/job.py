@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.utils.translation import gettext_lazy as _
 
-from resources.models import MIN_STORAGE_GIB, GpuModel, ResourceKind, Spec
+from resources.models import MIN_STORAGE_GIB, ReplicaResourceColumns, ResourceKind, Spec
 from trainyard.reasons import Reason, reason_text
 
 MAX_COMMAND_CHARS = 10_000
@@ -20,7 +20,7 @@ models.CharField.register_lookup(Length)
 models.TextField.register_lookup(Length)
 
 
-class Job(models.Model):
+class Job(ReplicaResourceColumns):
     class TaskMode(models.TextChoices):
         SINGLE = "single", _("Single machine")
         DISTRIBUTED = "distributed", _("Distributed")
@@ -75,21 +75,8 @@ class Job(models.Model):
         verbose_name=_("workload template"),
     )
 
-    # The request of one replica.
+    # The request of one replica: this kind, and the columns of ``ReplicaResourceColumns``.
     resource_kind = models.CharField(_("resource kind"), max_length=8, choices=ResourceKind.choices)
-    gpu_model = models.ForeignKey(
-        GpuModel, on_delete=models.PROTECT, null=True, blank=True, verbose_name=_("GPU model")
-    )
-    gpu_count = models.PositiveSmallIntegerField(_("GPU count"), default=0)
-    vgpu_compute_percent = models.PositiveSmallIntegerField(
-        _("compute % per GPU"), null=True, blank=True
-    )
-    vgpu_memory_mib = models.PositiveIntegerField(
-        _("GPU memory per GPU (MiB)"), null=True, blank=True
-    )
-    cpu_milli = models.PositiveIntegerField(_("CPU (millicores)"))
-    memory_mib = models.PositiveBigIntegerField(_("memory (MiB)"))
-    storage_gib = models.PositiveIntegerField(_("temporary storage (GiB)"), default=10)
 
     command = models.TextField(_("startup command"))
     augmentation_command = models.TextField(_("augmentation-search command"), blank=True)

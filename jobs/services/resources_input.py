@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy
 
 from jobs.models import Job
 from resources.models import (
+    DEFAULT_STORAGE_GIB,
     MAX_VGPU_COMPUTE_PERCENT,
     MIN_DISTRIBUTED_REPLICAS,
     MIN_STORAGE_GIB,
@@ -30,7 +31,6 @@ from resources.ratios import (
     CPU_MEMORY_RATIOS,
     DEFAULT_CPU_CORES,
     DEFAULT_CPU_MEMORY_RATIO,
-    DEFAULT_STORAGE_GIB,
     DEFAULT_VGPU_COMPUTE_PERCENT,
     card_share,
     cores_to_milli,

@@ -8,6 +8,7 @@ API show GiB and cores. One module per responsibility; import from here.
 from .allocations import Allocation, CardAllocation, FreeResourceSnapshot
 from .gpu_models import GpuModel, ResourceKind, SlurmGpuType
 from .limits import (
+    DEFAULT_STORAGE_GIB,
     MAX_VGPU_COMPUTE_PERCENT,
     MIN_DISTRIBUTED_REPLICAS,
     MIN_STORAGE_GIB,
@@ -15,17 +16,20 @@ from .limits import (
 )
 from .nodes import GpuCard, Node, node_queue
 from .quotas import Quota
+from .replica_columns import REPLICA_RESOURCE_COLUMNS, ReplicaResourceColumns
 from .site import SiteSettings
 from .specs import Spec
 from .units import MIB_PER_GIB, MILLI_PER_CORE, exact_decimal, exact_gib
 
 __all__ = [
+    "DEFAULT_STORAGE_GIB",
     "MAX_VGPU_COMPUTE_PERCENT",
     "MIB_PER_GIB",
     "MILLI_PER_CORE",
     "MIN_DISTRIBUTED_REPLICAS",
     "MIN_STORAGE_GIB",
     "MIN_VGPU_COMPUTE_PERCENT",
+    "REPLICA_RESOURCE_COLUMNS",
     "Allocation",
     "CardAllocation",
     "FreeResourceSnapshot",
@@ -33,6 +37,7 @@ __all__ = [
     "GpuModel",
     "Node",
     "Quota",
+    "ReplicaResourceColumns",
     "ResourceKind",
     "SiteSettings",
     "SlurmGpuType",

@@ -4,28 +4,16 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from .gpu_models import GpuModel, ResourceKind
+from .gpu_models import ResourceKind
 from .limits import MAX_VGPU_COMPUTE_PERCENT, MIN_STORAGE_GIB, MIN_VGPU_COMPUTE_PERCENT
+from .replica_columns import ReplicaResourceColumns
 
 
-class Spec(models.Model):
+class Spec(ReplicaResourceColumns):
     """An admin-made bundle of resources users pick in spec mode."""
 
     name = models.CharField(_("name"), max_length=128, unique=True)
     kind = models.CharField(_("kind"), max_length=8, choices=ResourceKind.choices)
-    gpu_model = models.ForeignKey(
-        GpuModel, on_delete=models.PROTECT, null=True, blank=True, verbose_name=_("GPU model")
-    )
-    gpu_count = models.PositiveSmallIntegerField(_("GPU count"), default=0)
-    vgpu_compute_percent = models.PositiveSmallIntegerField(
-        _("compute % per GPU"), null=True, blank=True
-    )
-    vgpu_memory_mib = models.PositiveIntegerField(
-        _("GPU memory per GPU (MiB)"), null=True, blank=True
-    )
-    cpu_milli = models.PositiveIntegerField(_("CPU (millicores)"))
-    memory_mib = models.PositiveBigIntegerField(_("memory (MiB)"))
-    storage_gib = models.PositiveIntegerField(_("temporary storage (GiB)"), default=10)
     enabled = models.BooleanField(_("enabled"), default=True)
     order = models.PositiveSmallIntegerField(_("order"), default=0)
 
