@@ -77,9 +77,9 @@ def populate(node_count: int, user_count: int, past_jobs: int) -> list[dict]:
     from django.contrib.sessions.backends.db import SessionStore
     from django.utils import timezone
 
+    from accounts.services import api_token_create
     from billing.models import Account
     from jobs.models import Image, Job, Project
-    from jobs.services.tokens import api_token_create
     from resources.models import GpuCard, GpuModel, Node
 
     v100 = GpuModel.objects.create(

@@ -156,10 +156,10 @@ def cast() -> tuple[str, list[str]]:
     """A paying user with a token, the V100 model, and the cluster's nodes synced."""
     from django.contrib.auth import get_user_model
 
+    from accounts.services import api_token_create
     from billing.accounts import account_for_user
     from jobs.execution.slurm.inventory import inventory_sync
     from jobs.models import Project
-    from jobs.services.tokens import api_token_create
     from resources.models import GpuModel
 
     user = get_user_model().objects.create_user(username="bench", password=None)

@@ -51,8 +51,9 @@ def main() -> None:
 def site_setup() -> str:
     from django.contrib.auth import get_user_model
 
+    from accounts.models import ApiToken
     from billing.accounts import account_for_user
-    from jobs.models import ApiToken, Image, Project
+    from jobs.models import Image, Project
     from resources.models import GpuCard, GpuModel, Node
 
     v100 = GpuModel.objects.create(

@@ -7,7 +7,6 @@ from resources.admin_units import UnitFieldsMixin
 from resources.models import REPLICA_RESOURCE_COLUMNS
 
 from .models import (
-    ApiToken,
     CodeVersion,
     Dataset,
     EstimatePoint,
@@ -185,10 +184,3 @@ class WorkloadTemplateAdmin(admin.ModelAdmin):
     search_fields = ["name", "network"]
     filter_horizontal = ["forbidden_gpu_models"]
     inlines = [EstimatePointInline]
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["user", "name", "prefix", "created_at", "last_used_at"]
-    search_fields = ["user__username", "name"]
-    readonly_fields = ["token_hash", "prefix"]

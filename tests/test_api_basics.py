@@ -1,6 +1,6 @@
 import pytest
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 from tests.factories import GpuModelFactory, SpecFactory
 
 pytestmark = pytest.mark.django_db

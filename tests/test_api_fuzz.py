@@ -15,7 +15,7 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 from tests.job_site import build_site
 
 application = get_wsgi_application()

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 from tests.job_site import build_site, job_body
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

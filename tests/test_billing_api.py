@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
+from accounts.models import ApiToken
 from billing.accounts import account_for_user
 from billing.services import account_enable_billing, usage_accrue
-from jobs.models import ApiToken
 from tests.billing_cast import (
     LATER,
     T0,

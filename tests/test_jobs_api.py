@@ -6,7 +6,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from openapi_spec_validator import validate
 
-from jobs.models import ApiToken, Job
+from accounts.models import ApiToken
+from jobs.models import Job
 from jobs.services.submit import job_submit
 from tests.factories import JobFactory
 from tests.job_site import build_site, job_body

@@ -12,7 +12,7 @@ from axes.models import AccessAttempt
 from django.db.models import F
 from django.urls import reverse
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

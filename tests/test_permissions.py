@@ -20,7 +20,8 @@ from django.test import Client
 from django.urls import URLResolver, get_resolver
 from django.utils import timezone
 
-from jobs.models import ApiToken, Job, PersonalTemplate
+from accounts.models import ApiToken
+from jobs.models import Job, PersonalTemplate
 from tests.job_site import job_body
 from tests.permission_world import ROLES, World, build_world, make_staff
 
@@ -125,8 +126,9 @@ PAGES: dict[str, list[Case]] = {
     "admin/r/<path:content_type_id>/<path:object_id>/": [
         Case("GET", "/admin/r/0/0/", (*NOT_STAFF, 404))
     ],
-    "admin/^(?P<app_label>auth|resources|jobs|billing|notifications|axes)/$": [
-        Case("GET", "/admin/jobs/", (*NOT_STAFF, 200))
+    "admin/^(?P<app_label>auth|accounts|resources|jobs|billing|notifications|axes)/$": [
+        Case("GET", "/admin/jobs/", (*NOT_STAFF, 200)),
+        Case("GET", "/admin/accounts/", (*NOT_STAFF, 200)),
     ],
     "admin/(?P<url>.*)$": [Case("GET", "/admin/no-such-page/", (*NOT_STAFF, 404))],
     # Last: what revokes and signs out. Nobody revokes another's token ("no such token").

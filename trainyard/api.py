@@ -14,8 +14,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from ninja.security.session import SessionAuth
 
-from jobs.models import ApiToken
-from jobs.models.templates import hash_token
+from accounts.models import ApiToken, hash_token
 
 NON_FIELD = "__all__"
 

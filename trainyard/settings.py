@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "template_partials",
     # The API docs' Swagger UI from its own static files (its CDN page breaks the CSP).
     "ninja",
+    "accounts",
     "resources",
     "jobs",
     "billing",

@@ -5,7 +5,6 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from jobs import profile_views
 from trainyard.api import api
 
 
@@ -22,8 +21,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="jobs:list", permanent=False)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("profile/", profile_views.profile, name="profile"),
-    path("profile/tokens/<int:token_id>/revoke/", profile_views.token_revoke, name="token_revoke"),
+    path("profile/", include("accounts.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("jobs/", include("jobs.urls")),

@@ -2,10 +2,9 @@ from .job import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from .personal import PersonalTemplate
 from .projects import CodeVersion, Dataset, Image, PretrainedModel, Project
 from .replicas import PortAllocation, Replica, ReplicaAttempt
-from .templates import ApiToken, EstimatePoint, WorkloadTemplate
+from .templates import EstimatePoint, WorkloadTemplate
 
 __all__ = [
-    "ApiToken",
     "CodeVersion",
     "Dataset",
     "EstimatePoint",

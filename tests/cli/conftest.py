@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.models import ApiToken
+from accounts.models import ApiToken
 
 # The console script `pip install -e .` puts next to the interpreter.
 TRAINYARD = Path(sys.executable).parent / "trainyard"

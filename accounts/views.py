@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from .services.tokens import api_token_create, api_token_revoke
+from .services import api_token_create, api_token_revoke
 
 
 @require_http_methods(["GET", "POST"])
@@ -27,7 +27,7 @@ def profile(request: HttpRequest) -> HttpResponse:
             # Shown in this response only: the token is not stored, only its hash.
             context["new_token"] = token
     context["tokens"] = request.user.api_tokens.all()
-    return render(request, "jobs/profile.html", context, status=status)
+    return render(request, "accounts/profile.html", context, status=status)
 
 
 @require_POST

@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
-from jobs.models import ApiToken
+from .models import ApiToken
 
 MAX_TOKEN_NAME_CHARS = ApiToken._meta.get_field("name").max_length
 

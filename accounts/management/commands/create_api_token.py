@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.services.tokens import api_token_create
+from accounts.services import api_token_create
 
 
 class Command(BaseCommand):
