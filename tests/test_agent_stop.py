@@ -1,6 +1,5 @@
 """Max run time and stop: TERM, a grace period, then KILL; timed out or stopped."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -9,7 +8,9 @@ from django.utils import timezone
 
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.stop import job_stop
+from resources.models import node_queue
 from tests.agent_support import attempt_log, attempts_of, cpu_job, place, wait_for_state
+from tests.support.processes import celery_idle
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -63,5 +64,10 @@ def test_stop_before_the_start_message_is_handled_starts_nothing(agent, owner):
     assert job.state == Job.State.STOPPED
     (attempt,) = attempts_of(job)
     assert attempt.state == ReplicaAttempt.State.STOPPED and attempt.started_at is None
-    time.sleep(1)  # a start that slipped through would have run by now
+    # A start that slipped through would have run by the time the agent is idle.
+    start_queue = node_queue(agent.nodes[0].name)
+    starts = ["jobs.agent.start_attempt"]
+    wait_until(
+        lambda: celery_idle(agent.log_path, [start_queue], tasks=starts), what="the agent idle"
+    )
     assert not list(agent.node_root.glob(f"*/jobs/{job.pk}/replica-0/output/ran"))

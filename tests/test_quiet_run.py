@@ -2,11 +2,7 @@
 only where Slurm is configured; TRAINYARD_VERBOSE=1 (`make run V=1`) shows every task run."""
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -14,8 +10,9 @@ import pytest
 from jobs.models import Job
 from jobs.services.submit import job_submit
 from tests.job_site import build_site, job_body
+from tests.support import processes
 from tests.support.waiting import wait_until
-from tests.test_settings import BASE_ENV, ROOT, run_python
+from tests.test_settings import BASE_ENV, run_python
 
 BEAT_TASKS = (
     "import json, django; django.setup(); from django.conf import settings as s; "
@@ -51,25 +48,20 @@ def test_the_embedded_broker_connects_without_a_warning(tmp_path):
 
 
 def run_beat(env: dict, tmp_path) -> str:
-    """Beat's output until it sent its first tasks, on an embedded broker of its own."""
+    """Beat's output until it sent its first tasks, on an embedded broker of its own.
+
+    Beat logs a send before it writes the message, so the output is whole once two are in.
+    """
     sent = tmp_path / "broker" / "in"
-    beat = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "trainyard", "beat", "--loglevel", "INFO"]
-        + ["--schedule", str(tmp_path / "beat-schedule")],
-        cwd=ROOT,
-        env={**BASE_ENV, "TRAINYARD_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1", **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    log = tmp_path / "beat.log"
+    argv = processes.celery("beat", beat_schedule=tmp_path / "beat-schedule")
+    env = {**BASE_ENV, "TRAINYARD_VAR_DIR": str(tmp_path), "PYTHONUNBUFFERED": "1", **env}
+    beat = processes.launch(argv, env=env, log=log)
     try:
         wait_until(lambda: sent.is_dir() and len(list(sent.iterdir())) >= 2, what="beat's sends")
-        time.sleep(0.5)
     finally:
-        os.killpg(beat.pid, signal.SIGTERM)
-        output, _ = beat.communicate(timeout=30)
-    return output
+        processes.stop([beat], timeout=30)
+    return log.read_text()
 
 
 @pytest.mark.parametrize("verbose", [False, True])

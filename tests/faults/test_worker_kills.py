@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -26,6 +25,7 @@ from tests.faults.recovery import (
     needs_postgresql,
     states_are,
 )
+from tests.support.processes import celery_idle
 from tests.support.waiting import wait_until, within
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, needs_postgresql]
@@ -162,7 +162,9 @@ def test_agent_killed_during_runs_reports_each_exit_once_at_its_real_time_after_
     placed_meanwhile = marked_job()
     wait_until(lambda: exit_of(ends_early), what="the first replica to exit on its own")
     wait_until(states_are([placed_meanwhile], [Job.State.STARTING]), what="the pass to place it")
-    time.sleep(1)
+    wait_until(
+        lambda: celery_idle(site.worker.log_path, ["celery"]), what="the central worker idle"
+    )
     # Nobody watched: the exit is not reported, the start waits in the node's queue.
     assert states_are([ends_early, runs_on], [Job.State.RUNNING])()
     assert not ReplicaAttempt.objects.filter(

@@ -75,33 +75,40 @@ def stop(processes: Iterable[subprocess.Popen | None], timeout: float = STOP_SEC
             kill(process)
 
 
-TASK_LINE = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (received|succeeded|failed|retry|raised)")
+TASK_LINE = re.compile(r"Task ([\w.]+)\[([0-9a-f-]+)\] (received|succeeded|failed|retry|raised)")
+# How kombu's Redis transport names a queue's lists of higher priorities.
+PRIORITY_SEPARATOR = "\x06\x16"
 
 
-def celery_idle(log: Path, queues: Iterable[str], *, settle: float = 0.2) -> bool:
-    """The worker writing ``log`` has finished every task it took, and its ``queues`` hold
+def celery_idle(
+    log: Path, queues: Iterable[str], *, tasks: Iterable[str] = (), settle: float = 0.2
+) -> bool:
+    """The worker writing ``log`` has finished every task it took (of the names in
+    ``tasks``, if given: an agent's beat sends it polls all the time), and ``queues`` hold
     no message: whatever was sent to them before this call has run (needs the INFO log).
 
     Between popping a message and logging ``received`` a worker takes a few milliseconds:
     idle is seen twice, ``settle`` seconds apart, with nothing received in between.
     """
-    first = _idle_tasks(log, queues)
+    first = _idle_tasks(log, list(queues), set(tasks))
     if first is None:
         return False
     time.sleep(settle)
-    return _idle_tasks(log, queues) == first
+    return _idle_tasks(log, list(queues), set(tasks)) == first
 
 
-def _idle_tasks(log: Path, queues: Iterable[str]) -> frozenset[str] | None:
+def _idle_tasks(log: Path, queues: list[str], names: set[str]) -> frozenset[str] | None:
     """The tasks the log shows finished, if none waits or runs; else None."""
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     try:
-        keys = [k for q in queues for k in client.scan_iter(match=f"{q}*")]
-        if any(client.llen(key) for key in keys if client.type(key) == b"list"):
-            return None
+        for queue in queues:
+            lists = [queue, *client.scan_iter(match=f"{queue}{PRIORITY_SEPARATOR}*")]
+            if any(client.llen(key) for key in lists if client.type(key) == b"list"):
+                return None
     finally:
         client.close()
     received, finished = set(), set()
-    for task_id, what in TASK_LINE.findall(log.read_text()):
-        (received if what == "received" else finished).add(task_id)
+    for name, task_id, what in TASK_LINE.findall(log.read_text()):
+        if not names or name in names:
+            (received if what == "received" else finished).add(task_id)
     return frozenset(finished) if received <= finished else None
