@@ -55,11 +55,19 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist; tests/support/workers.py keeps
+# them apart). While developing: `make test PYTEST_ARGS=tests/test_jobs_api.py`, or
+# `.venv/bin/pytest tests/test_jobs_api.py -k stop` for one process.
+TEST_WORKERS ?= 4
+PYTEST_ARGS ?=
 test: $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/python manage.py makemigrations --check --dry-run
-	$(BIN)/pytest
+	@start=$$(date +%s); \
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . \
+	  && $(BIN)/python manage.py makemigrations --check --dry-run \
+	  && $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS); \
+	status=$$?; \
+	echo "make test: exit $$status after $$(( $$(date +%s) - start )) s (pytest's own line above: counts and its wall time)"; \
+	exit $$status
 
 lint:
 	$(BIN)/ruff check --fix .
