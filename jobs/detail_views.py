@@ -23,18 +23,23 @@ from .environment import (
 from .estimates.job_times import job_times
 from .execution.replica.prepare import replica_placement
 from .forms import parse_ports
-from .models import Job, ReplicaAttempt
-from .selectors import job_connect_points, jobs_user_may_operate
+from .models import Job
+from .selectors import (
+    first_replica_latest_attempt,
+    job_connect_points,
+    job_datasets,
+    job_events_in_order,
+    job_pretrained_models,
+    job_ran_unisolated,
+    jobs_for_page,
+)
 from .services.ports import job_ports_update
 from .services.stop import job_stop
 
 
 def visible_job(request: HttpRequest, pk: int) -> Job:
     """The job if the user may see it; 404 otherwise, so ids of others' jobs leak nothing."""
-    jobs = jobs_user_may_operate(user=request.user).select_related(
-        "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
-    )
-    return get_object_or_404(jobs, pk=pk)
+    return get_object_or_404(jobs_for_page(user=request.user), pk=pk)
 
 
 @require_GET
@@ -48,11 +53,8 @@ def detail_context(job: Job, **extra) -> dict:
     return {
         "job": job,
         "resources": describe_request(ResourceRequest.from_job(job)),
-        "datasets": [jd.dataset for jd in job.jobdataset_set.select_related("dataset")],
-        "pretrained_models": [
-            jp.pretrained_model
-            for jp in job.jobpretrainedmodel_set.select_related("pretrained_model")
-        ],
+        "datasets": job_datasets(job),
+        "pretrained_models": job_pretrained_models(job),
         "ports": ports,
         # Host ports are held while the job is placed; each open port is published there.
         "published": job_connect_points(job),
@@ -60,8 +62,7 @@ def detail_context(job: Job, **extra) -> dict:
         "environment": page_environment(job),
         "events": job_events(job),
         "times": job_times(job=job),
-        # A node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES) said so.
-        "unisolated": job.replica_set.filter(node__sandboxed=False).exists(),
+        "unisolated": job_ran_unisolated(job),
         **extra,
     }
 
@@ -73,12 +74,7 @@ def page_environment(job: Job) -> dict[str, str]:
 
 def _placement(job: Job) -> ReplicaPlacement | None:
     """What replica 0's latest attempt was given at start (ports, deadline), if it started."""
-    attempt = (
-        ReplicaAttempt.objects.filter(replica__job=job, replica__index=0)
-        .select_related("replica__job", "node")
-        .order_by("-number")
-        .first()
-    )
+    attempt = first_replica_latest_attempt(job)
     if attempt is None:
         return None
     deadline = int(attempt.deadline.timestamp()) if attempt.deadline else None
@@ -87,7 +83,7 @@ def _placement(job: Job) -> ReplicaPlacement | None:
 
 def job_events(job: Job) -> list:
     labels = dict(Job.State.choices)
-    events = list(job.events.order_by("created_at", "pk"))
+    events = job_events_in_order(job)
     for event in events:
         event.from_label = labels.get(event.from_state, event.from_state)
         event.to_label = labels.get(event.to_state, event.to_state)

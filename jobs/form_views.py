@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 from .detail_views import visible_job
 from .forms import JobForm
 from .free_panel import free_panel_for_page
-from .models import PersonalTemplate
+from .selectors import personal_template_links_for, personal_templates_for
 from .services.job_export import job_submit_body
 from .services.submit import job_submit
 
@@ -58,7 +58,7 @@ def _prefill_body(request: HttpRequest) -> dict | None:
     if template_id:
         if not template_id.isdigit():
             raise Http404
-        return get_object_or_404(PersonalTemplate, owner=request.user, pk=template_id).body
+        return get_object_or_404(personal_templates_for(user=request.user), pk=template_id).body
     return None
 
 
@@ -102,7 +102,7 @@ def _page(request: HttpRequest, form: JobForm, **context) -> HttpResponse:
     context = {
         "form": form,
         "free": free_panel_for_page(user=request.user),
-        "personal_templates": PersonalTemplate.objects.filter(owner=request.user).only("name"),
+        "personal_templates": personal_template_links_for(user=request.user),
         **context,
     }
     return render(request, TEMPLATE, context)

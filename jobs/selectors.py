@@ -1,9 +1,20 @@
-"""Reads of jobs and projects, scoped to what a user may see."""
+"""Reads of jobs and projects, scoped to what a user may see; the pages' queries."""
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import DurationField, ExpressionWrapper, F, Q, QuerySet
+from django.db.models.functions import Coalesce, Now
 
-from .models import Job, PortAllocation, Project
+from .models import (
+    Dataset,
+    Job,
+    JobEvent,
+    PersonalTemplate,
+    PortAllocation,
+    PretrainedModel,
+    Project,
+    ReplicaAttempt,
+)
+from .usage import jobs_with_usage
 
 
 def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
@@ -42,3 +53,87 @@ def job_connect_points(job: Job) -> list[dict]:
         }
         for row in allocations
     ]
+
+
+def projects_listed(*, user: AbstractBaseUser) -> QuerySet[Project]:
+    """The projects the jobs list offers as a filter, by name: the user's; staff, all."""
+    projects = Project.objects.all() if user.is_staff else projects_for_user(user=user)
+    return projects.order_by("name")
+
+
+def job_list_rows(
+    *,
+    user: AbstractBaseUser,
+    state: str = "",
+    project: str = "",
+    owner: str = "",
+    node: str = "",
+    search: str = "",
+    order_field: str = "submitted_at",
+    descending: bool = True,
+) -> QuerySet[Job]:
+    """The jobs list: what the user may see, filtered (empty: any), each with how long it
+    ran (so far) and what billing recorded, sorted with empty values last, in one query."""
+    jobs = jobs_user_may_operate(user=user).select_related("project", "gpu_model", "owner")
+    if state:
+        jobs = jobs.filter(state=state)
+    if project:
+        jobs = jobs.filter(project__name=project)
+    if owner:
+        jobs = jobs.filter(owner__username=owner)
+    if node:
+        jobs = jobs.filter(replica_set__node__name=node).distinct()
+    if search:
+        jobs = jobs.filter(name__icontains=search)
+    ran = ExpressionWrapper(
+        Coalesce(F("finished_at"), Now()) - F("started_at"), output_field=DurationField()
+    )
+    jobs = jobs_with_usage(jobs.annotate(run_duration=ran))
+    field = F(order_field)
+    order = field.desc(nulls_last=True) if descending else field.asc(nulls_last=True)
+    return jobs.order_by(order, "-pk")
+
+
+def jobs_for_page(*, user: AbstractBaseUser) -> QuerySet[Job]:
+    """The jobs whose page the user may open, with what the page shows of each."""
+    return jobs_user_may_operate(user=user).select_related(
+        "project", "owner", "gpu_model", "spec", "code_version", "image", "template"
+    )
+
+
+def job_datasets(job: Job) -> list[Dataset]:
+    return [row.dataset for row in job.jobdataset_set.select_related("dataset")]
+
+
+def job_pretrained_models(job: Job) -> list[PretrainedModel]:
+    rows = job.jobpretrainedmodel_set.select_related("pretrained_model")
+    return [row.pretrained_model for row in rows]
+
+
+def job_ran_unisolated(job: Job) -> bool:
+    """Whether a node whose agent runs plain processes (TRAINYARD_UNSAFE_PLAIN_PROCESSES)
+    holds one of the job's replicas."""
+    return job.replica_set.filter(node__sandboxed=False).exists()
+
+
+def job_events_in_order(job: Job) -> list[JobEvent]:
+    return list(job.events.order_by("created_at", "pk"))
+
+
+def first_replica_latest_attempt(job: Job) -> ReplicaAttempt | None:
+    """Replica 0's latest attempt, with its job and node; None before the job started."""
+    return (
+        ReplicaAttempt.objects.filter(replica__job=job, replica__index=0)
+        .select_related("replica__job", "node")
+        .order_by("-number")
+        .first()
+    )
+
+
+def personal_templates_for(*, user: AbstractBaseUser) -> QuerySet[PersonalTemplate]:
+    return PersonalTemplate.objects.filter(owner=user)
+
+
+def personal_template_links_for(*, user: AbstractBaseUser) -> QuerySet[PersonalTemplate]:
+    """The user's templates as the New job page links them: the name alone, not the body."""
+    return personal_templates_for(user=user).only("name")

@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from .detail_views import detail_context, visible_job
-from .models import PersonalTemplate
+from .selectors import personal_templates_for
 from .services.personal_templates import personal_template_save
 
 
@@ -36,13 +36,13 @@ def job_save_template(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def personal_template_list(request: HttpRequest) -> HttpResponse:
-    templates = PersonalTemplate.objects.filter(owner=request.user)
+    templates = personal_templates_for(user=request.user)
     return render(request, "jobs/personal_templates.html", {"templates": templates})
 
 
 @require_POST
 def personal_template_delete(request: HttpRequest, pk: int) -> HttpResponse:
-    template = get_object_or_404(PersonalTemplate, owner=request.user, pk=pk)
+    template = get_object_or_404(personal_templates_for(user=request.user), pk=pk)
     template.delete()
     messages.success(request, _("Template “%(name)s” deleted.") % {"name": template.name})
     return redirect("jobs:templates")

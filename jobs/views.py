@@ -1,15 +1,12 @@
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db.models import DurationField, ExpressionWrapper, F, QuerySet
-from django.db.models.functions import Coalesce, Now
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy as _
 
-from .models import Job, Project
-from .selectors import jobs_user_may_operate, projects_for_user
-from .usage import jobs_with_usage
+from .models import Job
+from .selectors import job_list_rows, projects_listed
 
 JOBS_PER_PAGE = 25
 FILTERS = ("state", "project", "user", "node")
@@ -30,33 +27,29 @@ def job_list(request: HttpRequest) -> HttpResponse:
     """The user's and their projects' jobs; every job for staff, who may also filter by
     user and node. Sorted by a column, searched by name; htmx polls the table alone."""
     staff = request.user.is_staff
-    jobs = jobs_user_may_operate(user=request.user).select_related("project", "gpu_model", "owner")
     chosen = {name: request.GET.get(name, "").strip() for name in FILTERS}
-    if chosen["state"] in Job.State.values:
-        jobs = jobs.filter(state=chosen["state"])
-    else:
+    if chosen["state"] not in Job.State.values:
         chosen["state"] = ""
-    projects = Project.objects.all() if staff else projects_for_user(user=request.user)
-    projects = list(projects.order_by("name"))
-    if chosen["project"] in {p.name for p in projects}:
-        jobs = jobs.filter(project__name=chosen["project"])
-    else:
+    projects = list(projects_listed(user=request.user))
+    if chosen["project"] not in {p.name for p in projects}:
         chosen["project"] = ""
     if not staff:
         chosen["user"] = chosen["node"] = ""
-    if chosen["user"]:
-        jobs = jobs.filter(owner__username=chosen["user"])
-    if chosen["node"]:
-        jobs = jobs.filter(replica_set__node__name=chosen["node"]).distinct()
     search = request.GET.get("q", "").strip()[:128]
-    if search:
-        jobs = jobs.filter(name__icontains=search)
     sort = request.GET.get("sort", DEFAULT_SORT)
     if sort.removeprefix("-") not in SORTS:
         sort = DEFAULT_SORT
-    page = Paginator(_sorted(_with_figures(jobs), sort), JOBS_PER_PAGE).get_page(
-        request.GET.get("page")
+    jobs = job_list_rows(
+        user=request.user,
+        state=chosen["state"],
+        project=chosen["project"],
+        owner=chosen["user"],
+        node=chosen["node"],
+        search=search,
+        order_field=SORTS[sort.removeprefix("-")][1],
+        descending=sort.startswith("-"),
     )
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     kept = {k: v for k, v in chosen.items() if v}
     listed = {**kept, **({"sort": sort} if sort != DEFAULT_SORT else {}), "q": search}
     listed = {k: v for k, v in listed.items() if v}
@@ -81,20 +74,6 @@ def job_list(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "jobs/_jobs_table.html", context)
     return render(request, "jobs/job_list.html", context)
-
-
-def _with_figures(jobs: QuerySet[Job]) -> QuerySet[Job]:
-    """How long each job ran (so far) and what billing recorded, in the list's one query."""
-    ran = ExpressionWrapper(
-        Coalesce(F("finished_at"), Now()) - F("started_at"), output_field=DurationField()
-    )
-    return jobs_with_usage(jobs.annotate(run_duration=ran))
-
-
-def _sorted(jobs: QuerySet[Job], sort: str) -> QuerySet[Job]:
-    field = F(SORTS[sort.removeprefix("-")][1])
-    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_last=True)
-    return jobs.order_by(order, "-pk")
 
 
 def _sort_headers(kept: dict, search: str, current: str) -> list[dict]:
