@@ -283,3 +283,18 @@ def overview_for(
         (names.get(item["gpu_model_id"]), item["unit"], UsageSums.of(item)) for item in usage
     )
     return Overview(month=month, rows=shown, by_model=by_model, top=top)
+
+
+def accounts_for_staff(*, with_switchers: bool = False) -> QuerySet[Account]:
+    """Accounts with their user (and who last enabled or disabled billing, for its page)."""
+    related = ["user", "billing_enabled_by", "billing_disabled_by"] if with_switchers else ["user"]
+    return Account.objects.select_related(*related)
+
+
+def account_recent_events(account: Account, *, limit: int = 20) -> QuerySet:
+    return account.events.select_related("actor")[:limit]
+
+
+def account_grants(account: Account) -> QuerySet[FreeGrant]:
+    """The account's free grants, by GPU model name."""
+    return account.grants.select_related("gpu_model").order_by("gpu_model__name")

@@ -18,7 +18,15 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .exports import overview_csv, statement_csv
 from .models import Account
-from .selectors import DEFAULT_SORT, SORTS, overview_for, statement_for
+from .selectors import (
+    DEFAULT_SORT,
+    SORTS,
+    account_grants,
+    account_recent_events,
+    accounts_for_staff,
+    overview_for,
+    statement_for,
+)
 from .services import account_disable_billing, account_enable_billing, jobs_needing_billing
 from .views import month_from, render_statement_page, statement_context
 
@@ -111,14 +119,14 @@ def overview_export(request: HttpRequest) -> HttpResponse:
 @staff_only
 def account_statement(request: HttpRequest, account_id: int) -> HttpResponse:
     account = get_object_or_404(
-        Account.objects.select_related("user", "billing_enabled_by", "billing_disabled_by"),
+        accounts_for_staff(with_switchers=True),
         pk=account_id,
     )
     month, error = month_from(request)
     statement = statement_for(account=account, month=month)
     context = statement_context(statement, request, error) | {
         "account": account,
-        "events": account.events.select_related("actor")[:20],
+        "events": account_recent_events(account),
     }
     return render_statement_page(
         request, "billing/account.html", context, status=400 if error else 200
@@ -128,7 +136,7 @@ def account_statement(request: HttpRequest, account_id: int) -> HttpResponse:
 @require_GET
 @staff_only
 def account_statement_export(request: HttpRequest, account_id: int) -> HttpResponse:
-    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    account = get_object_or_404(accounts_for_staff(), pk=account_id)
     month, error = month_from(request)
     if error:
         return HttpResponse(error, status=400, content_type="text/plain; charset=utf-8")
@@ -139,7 +147,7 @@ def account_statement_export(request: HttpRequest, account_id: int) -> HttpRespo
 @staff_only
 def account_billing_enable(request: HttpRequest, account_id: int) -> HttpResponse:
     """GET asks first (what enabling means); the POST of that page enables."""
-    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    account = get_object_or_404(accounts_for_staff(), pk=account_id)
     if request.method == "GET":
         return _confirm(request, account, enable=True)
     account_enable_billing(account=account, actor=request.user)
@@ -153,7 +161,7 @@ def account_billing_enable(request: HttpRequest, account_id: int) -> HttpRespons
 @staff_only
 def account_billing_disable(request: HttpRequest, account_id: int) -> HttpResponse:
     """GET asks first, naming the jobs it would stop; the POST of that page disables."""
-    account = get_object_or_404(Account.objects.select_related("user"), pk=account_id)
+    account = get_object_or_404(accounts_for_staff(), pk=account_id)
     if request.method == "GET":
         return _confirm(request, account, enable=False)
     stopped = account_disable_billing(account=account, actor=request.user)
@@ -175,6 +183,6 @@ def _confirm(request: HttpRequest, account: Account, *, enable: bool) -> HttpRes
         "account": account,
         "enable": enable,
         "jobs": [] if enable else jobs_needing_billing(account=account),
-        "grants": account.grants.select_related("gpu_model").order_by("gpu_model__name"),
+        "grants": account_grants(account),
     }
     return render(request, "billing/account_confirm.html", context)
