@@ -22,7 +22,6 @@ from resources.models import GpuModel
 from .models import Account, FreeGrant, Price, UsageHour, hours
 from .months import Month, site_zone
 
-ZERO = Decimal(0)
 SUMS = {
     "unit_seconds": Sum("unit_seconds"),
     "free_unit_seconds": Sum("free_unit_seconds"),

@@ -85,6 +85,3 @@ class ResourceVector(Mapping[str, int]):
 
     def exceeded_limits(self, limits: Mapping[str, int]) -> list[str]:
         return sorted(k for k, v in self._amounts.items() if k in limits and v > limits[k])
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self._amounts)

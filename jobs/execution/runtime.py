@@ -80,15 +80,6 @@ def job_outputs(job: Job, attempts: list[ReplicaAttempt]) -> list[ReplicaOutputs
     ]
 
 
-def output_dirs_of_replica(job: Job, attempts: list[ReplicaAttempt], replica: int) -> list:
-    """The replica's output folders, latest node first."""
-    nodes: list[str] = []
-    for attempt in reversed(attempts):
-        if attempt.replica.index == replica and attempt.node.name not in nodes:
-            nodes.append(attempt.node.name)
-    return [replica_output_dir(node, job.pk, replica) for node in nodes]
-
-
 def job_log_tail(
     *, user, job_id: int, replica: int, number: int | None, tail: int, offset: int | None = None
 ) -> dict:

@@ -92,24 +92,6 @@ class NodeState:
             self.whole_free += card.whole_free - was_whole
             self.compute_free -= sign * card_use.compute_percent
 
-    def holds(self, use: ReplicaUse) -> bool:
-        """Whether everything ``use`` takes is free here (cards by index)."""
-        if (
-            use.cpu_milli > self.cpu_free
-            or use.memory_mib > self.memory_free
-            or use.storage_gib > self.storage_free
-        ):
-            return False
-        for card_use in use.cards:
-            card = self.cards.get(card_use.index)
-            if (
-                card is None
-                or card.compute_free < card_use.compute_percent
-                or card.memory_free_mib < card_use.memory_mib
-            ):
-                return False
-        return True
-
 
 @dataclass(frozen=True, slots=True)
 class Typical:

@@ -20,8 +20,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .locks import lock_held
-
 
 class NoFreeSlot(Exception):
     pass
@@ -73,8 +71,3 @@ def take_slot(*, owner: str, start: int = 0) -> Slot:
         os.pwrite(fd, f"{owner}\n".encode(), 0)
         return Slot(number=number, fd=fd)
     raise NoFreeSlot(f"all {count} replica slots of this host are taken")
-
-
-def slot_taken(number: int) -> bool:
-    """Whether a live runner holds the slot (for tests and for people)."""
-    return lock_held(leases_dir() / str(number))
