@@ -64,6 +64,7 @@ test: $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
 	@start=$$(date +%s); \
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . \
 	  && $(BIN)/python manage.py makemigrations --check --dry-run \
+	  && $(BIN)/lint-imports \
 	  && $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS); \
 	status=$$?; \
 	echo "make test: exit $$status after $$(( $$(date +%s) - start )) s (pytest's own line above: counts and its wall time)"; \
