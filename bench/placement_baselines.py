@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.scheduler.placement import Shape, fit_on_node, place
-from jobs.scheduler.state import (
+from jobs.scheduler.cluster import (
     FULL_CARD_PERCENT,
     CardState,
     CardUse,
@@ -24,6 +23,7 @@ from jobs.scheduler.state import (
     ReplicaUse,
     typical_of,
 )
+from jobs.scheduler.placement import Shape, fit_on_node, place
 from resources.catalog import ModelCatalog
 
 

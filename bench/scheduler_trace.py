@@ -73,7 +73,7 @@ def timed_pass():
     from jobs.scheduler import run_pass
 
     cpu = time.process_time()
-    report = run_pass(launch=False)
+    report = run_pass()
     return report, time.process_time() - cpu
 
 
@@ -243,9 +243,9 @@ def gpu_share() -> float:
 
 
 def finish_some(fraction: float) -> int:
+    from jobs.lifecycle.release import job_release
+    from jobs.lifecycle.transitions import job_transition
     from jobs.models import Job
-    from jobs.scheduler.release import job_release
-    from jobs.services.transitions import job_transition
 
     running = list(Job.objects.filter(state=Job.State.RUNNING).order_by("pk"))
     chosen = running[:: max(1, int(1 / fraction))]

@@ -183,10 +183,10 @@ def on_tick(seconds: float, tick: int) -> datetime:
 def replay(nodes, tasks: list[Task], tick: int, clock):
     from start_estimates_baseline import baseline_starts
 
+    from jobs.lifecycle.release import job_release
+    from jobs.lifecycle.transitions import job_transition
     from jobs.models import Job
     from jobs.scheduler import run_pass
-    from jobs.scheduler.release import job_release
-    from jobs.services.transitions import job_transition
 
     forecast_seconds = time_forecasts()
     cluster_setup(nodes)
@@ -210,7 +210,7 @@ def replay(nodes, tasks: list[Task], tick: int, clock):
             records[job.pk] = Record(arrival=clock.now)
             durations[job.pk] = tasks[index].duration
             new.append(job.pk)
-        report = run_pass(launch=False)
+        report = run_pass()
         pass_seconds.append(report.seconds)
         for job in Job.objects.filter(pk__in=report.started):
             job_transition(job=job, to_state=Job.State.RUNNING, reason="bench")

@@ -7,5 +7,12 @@ class JobsConfig(AppConfig):
     verbose_name = _("Jobs")
 
     def ready(self) -> None:
-        from jobs import event_log  # noqa: F401  (connects the signal receivers)
-        from jobs.scheduler import triggers  # noqa: F401
+        # Imported here, not at the top: the models these modules import need the app
+        # registry, which is ready only now. Importing them connects their receivers.
+        # Settling (below launch) says on commit what must be launched or stopped.
+        from jobs.execution import launch, settle
+        from jobs.lifecycle import event_log  # noqa: F401
+        from jobs.scheduler import pass_receivers  # noqa: F401
+
+        settle.job_retried.connect(launch.launch_retried, dispatch_uid="launch-job-retried")
+        settle.peers_to_stop.connect(launch.stop_peers, dispatch_uid="stop-peers")

@@ -2,14 +2,15 @@
 
 from celery import shared_task
 
+from jobs.execution.launch import launch_each, lost_launches_retry
+from jobs.lifecycle.pass_requests import pass_begins
+from jobs.scheduler import run_pass
+
 
 @shared_task(name="jobs.tasks.schedule_pass", ignore_result=True)
 def schedule_pass() -> None:
-    """One scheduling pass; then a launch lost to a dead process is done again."""
-    from jobs.execution.launch import lost_launches_retry
-    from jobs.scheduler import run_pass
-    from jobs.services.hooks import pass_begins
-
+    """One scheduling pass, whose started jobs are launched on commit; then a launch lost
+    to a dead process is done again."""
     pass_begins()
-    run_pass()
+    run_pass(launch=launch_each)
     lost_launches_retry()

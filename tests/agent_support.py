@@ -24,8 +24,8 @@ from django.db import transaction
 from jobs.agent.isolation import release
 from jobs.agent.tasks import agent_queues
 from jobs.execution.launch import job_launch
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
-from jobs.services.transitions import job_transition
 from resources.models import Node, SiteSettings
 from resources.services import node_sync_cards
 from tests.conftest import database_url_for_subprocess

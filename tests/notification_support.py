@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, JobEvent
-from jobs.services.transitions import job_transition
 from notifications.receivers import enqueue_free_hours, enqueue_job_event
 
 S = Job.State

@@ -14,11 +14,11 @@ from django.db import connection, transaction
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from jobs.lifecycle.release import job_release
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, PortAllocation
 from jobs.quota_usage import quota_usage_for
 from jobs.scheduler import run_pass
-from jobs.scheduler.release import job_release
-from jobs.services.transitions import job_transition
 from resources.models import Allocation, CardAllocation, GpuCard, Node
 from resources.quota import quota_limits_for
 

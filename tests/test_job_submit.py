@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from billing.accounts import account_for_user
+from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent
-from jobs.services.hooks import request_pass
 from jobs.services.ports import job_ports_update
 from jobs.services.submit import job_submit
 from resources.models import SiteSettings

@@ -13,9 +13,9 @@ import time
 import pytest
 from django.db import connection
 
+from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.models import Job, JobPort
 from jobs.scheduler import run_pass
-from jobs.services.hooks import schedule_soon
 from jobs.tasks import schedule_pass
 from resources.models import Quota
 from tests.factories import GpuModelFactory, NodeFactory, ProjectFactory, UserFactory
@@ -99,7 +99,7 @@ def test_passes_submissions_and_releases_at_once_never_over_allocate(transaction
 
     def schedule() -> None:
         while not submitted.is_set():
-            run_pass(launch=False)
+            run_pass()
             with consistent_snapshot():
                 assert_invariants()
 
@@ -126,7 +126,7 @@ def test_passes_submissions_and_releases_at_once_never_over_allocate(transaction
 
     assert not errors, errors
     assert Job.objects.count() == 120
-    run_pass(launch=False)
+    run_pass()
     assert_invariants()
     assert Job.objects.filter(state__in=Job.ACTIVE_STATES).exists()
 

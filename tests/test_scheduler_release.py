@@ -2,11 +2,11 @@
 
 import pytest
 
+from jobs.lifecycle.pass_requests import request_pass
+from jobs.lifecycle.release import job_release
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, JobPort, PortAllocation, Replica
 from jobs.scheduler import run_pass
-from jobs.scheduler.release import job_release
-from jobs.services.hooks import request_pass
-from jobs.services.transitions import job_transition
 from resources.models import Allocation, CardAllocation, GpuCard, Node
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory
 from tests.scheduling import assert_invariants, end_job, fresh, run_job, states

@@ -5,7 +5,7 @@ from celery.signals import before_task_publish
 from django.core.cache import cache
 from django.urls import reverse
 
-from jobs.services.hooks import PASS_QUEUED_KEY, pass_begins, request_pass
+from jobs.lifecycle.pass_requests import PASS_QUEUED_KEY, pass_begins, request_pass
 from resources.models import Node, Quota
 from resources.services import node_set_state
 from tests.factories import GpuModelFactory, NodeFactory, QuotaFactory, UserFactory

@@ -14,8 +14,8 @@ from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm import cli, submit
 from jobs.execution.slurm.inventory import inventory_sync
 from jobs.execution.slurm.track import track_pass
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, Replica, ReplicaAttempt
-from jobs.services.transitions import job_transition
 from resources.models import Node
 from tests.factories import GpuModelFactory, JobFactory
 from tests.slurm_support import wait_for_controller

@@ -1,7 +1,7 @@
 import pytest
 
+from jobs.lifecycle.transitions import TransitionRefused, job_transition
 from jobs.models import Job
-from jobs.services.transitions import TransitionRefused, job_transition
 from tests.factories import JobFactory
 
 pytestmark = pytest.mark.django_db

@@ -131,3 +131,14 @@ def job_stop_attempts(*, job_id: int, reason: Reason) -> None:
         by_executor[executor_name].append(attempt_id)
     for executor_name, attempt_ids in by_executor.items():
         executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
+
+
+def launch_retried(sender, *, job_id: int, **_kwargs) -> None:
+    """Receiver of ``settle.job_retried``: launch the job's next try in place."""
+    job_launch(job_id)
+
+
+def stop_peers(sender, *, attempt_ids_by_executor: dict[str, list[int]], reason: Reason, **_kwargs):
+    """Receiver of ``settle.peers_to_stop``: each executor stops its attempts."""
+    for executor_name, attempt_ids in attempt_ids_by_executor.items():
+        executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)

@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone, translation
 
+from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.models import ReplicaAttempt
-from jobs.services.hooks import schedule_soon
 from resources.models import Node, SiteSettings
 from trainyard.reasons import Reason
 

@@ -1,7 +1,7 @@
 """What executors report about attempts; the only writer of attempt states.
 
-Executor-neutral: the local agent and the Slurm backend call the same three
-functions with what they observed, and the job follows from here (running
+Executor-neutral: the local agent and the Slurm backend call the same functions
+with what they observed, and the job follows from here (running
 when every replica runs; succeeded, failed, retried, timed out, stopped or
 re-placed when the attempts end; see ``settle.py``). Every call is idempotent:
 reporting an attempt that is already in that state, or already ended, does
@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, ReplicaAttempt
-from jobs.services.transitions import job_transition
 from trainyard.reasons import Reason
 
 from .settle import job_settle
@@ -117,6 +117,17 @@ def attempt_ended(
         if attempt.number == job.attempt and job.is_active:
             job_settle(job=job)
     return True
+
+
+def job_start_waits(*, job: Job, reason: Reason, data: dict | None = None) -> bool:
+    """The executor has not started the job's attempts yet, and says why (waiting in
+    Slurm's queue, or for its controller): the job stays starting with that reason.
+
+    False if the job is no longer starting (it moved on, or ``job`` is stale).
+    """
+    if job.state != Job.State.STARTING:
+        return False
+    return job_transition(job=job, to_state=Job.State.STARTING, reason=reason, data=data)
 
 
 def _lock(attempt_id: int) -> tuple[Job, ReplicaAttempt | None]:

@@ -13,12 +13,19 @@
 
 While some replicas still run after one ended badly, they are stopped first;
 the decision waits until all have ended, so nothing runs twice.
+
+Settling decides; launching and stopping are done above (``launch.py``, the
+executors), which this module does not import: on commit it sends ``job_retried``
+or ``peers_to_stop``, which ``JobsConfig.ready`` connects to ``launch.py``.
 """
 
 from __future__ import annotations
 
 from django.db import transaction
+from django.dispatch import Signal
 
+from jobs.lifecycle.release import job_release
+from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, ReplicaAttempt
 from jobs.models.job import MAX_RETRIES
 from trainyard.reasons import Reason
@@ -26,6 +33,14 @@ from trainyard.reasons import Reason
 Attempt = ReplicaAttempt
 State = ReplicaAttempt.State
 MAX_PLATFORM_RESTARTS = MAX_RETRIES
+
+# Sent after the commit that moved a job to ``starting`` for its next try in place:
+# ``job_id``; the receiver launches that try.
+job_retried = Signal()
+# Sent after the commit that saw a replica end badly while its peers run:
+# ``attempt_ids_by_executor`` ({executor name: [attempt id]}) and ``reason``;
+# the receiver asks each executor to stop its attempts.
+peers_to_stop = Signal()
 
 
 def job_settle(*, job: Job) -> None:
@@ -121,7 +136,7 @@ def _tries_with(job: Job, *, platform_fault: bool) -> int:
 
 
 def _restart_in_place(*, job: Job, reason: Reason) -> None:
-    from jobs.services.transitions import job_transition
+    from jobs.lifecycle.transitions import job_transition
 
     from .launch import job_launch
 
@@ -137,24 +152,17 @@ def _finish(job: Job, state: str, reason: Reason) -> None:
 
 def job_transition_and_release(*, job: Job, to_state: str, reason: Reason, **fields) -> None:
     """Leave the active states and give back the nodes, cards and ports (same transaction)."""
-    from jobs.scheduler.release import job_release
-    from jobs.services.transitions import job_transition
-
     if job_transition(job=job, to_state=to_state, reason=reason, **fields):
         job_release(job=job)
 
 
 def _stop_peers(*, job: Job, peers: list[ReplicaAttempt], cause: ReplicaAttempt) -> None:
-    from .executors import executor_for
-
     state = Reason(f"attempt.{cause.state}")
     reason = Reason("stopped.peer", {"index": cause.replica.index, "state": state})
     by_executor: dict[str, list[int]] = {}
     for peer in peers:
         by_executor.setdefault(peer.node.executor, []).append(peer.pk)
 
-    def send() -> None:
-        for executor_name, attempt_ids in by_executor.items():
-            executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
-
-    transaction.on_commit(send)
+    transaction.on_commit(
+        lambda: peers_to_stop.send(sender=Job, attempt_ids_by_executor=by_executor, reason=reason)
+    )

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
+from .cluster import Cluster, NodeState, ReplicaUse
 from .placement import Shape, choose_best, fit_on_node
-from .state import Cluster, NodeState, ReplicaUse
 
 
 class Release(NamedTuple):

@@ -28,8 +28,8 @@ from datetime import datetime, timedelta
 
 from .admission import Quotas
 from .backfill import Release, ends_at
+from .cluster import Cluster, ReplicaUse
 from .queue import WaitingJob
-from .state import Cluster, ReplicaUse
 from .writes import Start
 
 # How many waiting jobs of each queue get an expected start, and how many of them each

@@ -28,12 +28,12 @@ from trainyard.reasons import Reason
 
 from .admission import Quotas
 from .backfill import Release, Reservation, ends_at, plan_reservation
+from .cluster import CardUse, Cluster, NodeState, ReplicaUse, typical_of
 from .forecast import forecast_starts, likely_end
 from .placement import Shape, place
 from .ports import PortPool
 from .queue import WaitingJob, load_waiting, waiting_rows
 from .reasons import ResourceReasons, held_reason, ports_reason
-from .state import CardUse, Cluster, NodeState, ReplicaUse, typical_of
 from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
 
 logger = logging.getLogger(__name__)
@@ -52,10 +52,12 @@ class PassReport:
     seconds: float = 0.0
 
 
-def run_pass(*, launch: bool = True) -> PassReport:
-    """Run one pass; jobs it starts are handed to ``job_launch`` after commit.
+def run_pass(*, launch: Callable[[list[int]], object] | None = None) -> PassReport:
+    """Run one pass; the ids of the jobs it starts are handed to ``launch`` after commit.
 
-    ``launch=False`` is for benchmarks that time the scheduler alone.
+    The scheduler decides and writes; launching is execution's, a layer it does not
+    import: the task that runs the pass passes ``launch_each`` in. Without ``launch``
+    (tests and benchmarks that time the scheduler alone) nothing is launched.
     """
     began = time.perf_counter()
     for _attempt in range(3):
@@ -63,20 +65,13 @@ def run_pass(*, launch: bool = True) -> PassReport:
             with transaction.atomic():
                 _acquire_pass_lock()
                 report = SchedulingPass.load(now=timezone.now()).run()
-                if launch and report.started:
-                    transaction.on_commit(partial(launch_started, list(report.started)))
+                if launch is not None and report.started:
+                    transaction.on_commit(partial(launch, list(report.started)))
             report.seconds = time.perf_counter() - began
             return report
         except NodeChanged:
             logger.info("a node changed state during the pass; running it again")
     return PassReport(seconds=time.perf_counter() - began)
-
-
-def launch_started(job_ids: list[int]) -> None:
-    """Hand the started jobs to execution (``launch_each``: one failure stops no other)."""
-    from jobs.execution.launch import launch_each
-
-    launch_each(job_ids)
 
 
 def _acquire_pass_lock() -> None:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 from resources.models import ResourceKind
 from resources.request import ResourceRequest
 
-from .state import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
+from .cluster import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
 
 # How many fitting nodes, in best-fit order, are scored before one is chosen:
 # enough to avoid stranding cards, few enough for thousands of jobs a pass.

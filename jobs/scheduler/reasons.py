@@ -15,8 +15,8 @@ from resources.models import MIB_PER_GIB, MILLI_PER_CORE
 from resources.vector import CPU, MEMORY
 from trainyard.reasons import Reason
 
+from .cluster import Cluster, NodeState
 from .placement import Shape, fit_on_node
-from .state import Cluster, NodeState
 
 # The quota key to name first when several are short: cards before compute before CPU.
 KEY_ORDER = ("gpu:", "vgpu_compute_percent:", CPU, MEMORY)

@@ -15,15 +15,15 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from jobs.lifecycle.allocated_columns import add_to_allocated
+from jobs.lifecycle.transitions import REASON_FIELDS, Transition, job_transition_many
 from jobs.models import Job, PortAllocation, Replica
-from jobs.services.transitions import REASON_FIELDS, Transition, job_transition_many
 from resources.models import Allocation, CardAllocation
 from trainyard.bulk import insert_rows, update_from_values
 from trainyard.reasons import Reason
 
-from .columns import add_to_allocated
+from .cluster import Cluster, ReplicaUse
 from .queue import WaitingJob
-from .state import Cluster, ReplicaUse
 
 
 class NodeChanged(Exception):

@@ -8,11 +8,11 @@ from django.utils.translation import gettext as _
 
 from jobs.estimates.expected import expected_seconds
 from jobs.estimates.rules import template_errors
+from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from trainyard.reasons import Reason
 
 from .admission import request_admission
-from .hooks import schedule_soon
 from .job_input import JobInput, job_input_resolve
 from .resources_input import RESOURCE_FIELDS, FieldErrors
 

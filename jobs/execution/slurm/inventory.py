@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from jobs.services.hooks import schedule_soon
+from jobs.lifecycle.pass_requests import schedule_soon
 from resources.models import MIB_PER_GIB, MILLI_PER_CORE, GpuModel, Node, SlurmGpuType
 from resources.services import node_sync_cards
 

@@ -36,9 +36,8 @@ from jobs.execution.replica.prepare import (
     replica_mounts,
     write_command_file,
 )
-from jobs.execution.report import attempt_ended
+from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, ReplicaAttempt
-from jobs.services.transitions import job_transition
 from resources.models import SiteSettings, SlurmGpuType
 from trainyard.reasons import Reason
 
@@ -265,9 +264,8 @@ def gres(job: Job, node) -> str:
 def _note_waiting(job_id: int, error: Exception) -> None:
     job = Job.objects.filter(pk=job_id, state=Job.State.STARTING).first()
     if job is not None:
-        job_transition(
+        job_start_waits(
             job=job,
-            to_state=Job.State.STARTING,
             reason=Reason("slurm.unreachable"),
             data={"slurm_error": str(error)[:500]},
         )

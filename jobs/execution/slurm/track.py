@@ -26,6 +26,7 @@ import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
@@ -33,9 +34,13 @@ from django.utils import timezone
 from jobs.execution.nodes import node_cannot_isolate
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
-from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
+from jobs.execution.report import (
+    attempt_ended,
+    attempt_phase_started,
+    attempt_running,
+    job_start_waits,
+)
 from jobs.models import Job, ReplicaAttempt
-from jobs.services.transitions import job_transition
 from resources.models import Node, SiteSettings
 from trainyard.reasons import Reason
 
@@ -49,7 +54,6 @@ from .outcome import (
     outcome,
 )
 from .submit import parse_job_name, remember_stop, send_stop
-from .tasks import slurm_report, slurm_submit
 
 State = ReplicaAttempt.State
 Phase = ReplicaAttempt.Phase
@@ -61,6 +65,9 @@ REPORT_MARK_SECONDS = 10
 RESUBMIT_AFTER = timedelta(seconds=5)
 RESUBMIT_KEY = "trainyard:slurm-resubmit"
 RESUBMIT_MARK_SECONDS = 5
+# The tasks of ``jobs.execution.slurm.tasks`` this module sends (by name: they import it).
+SUBMIT_TASK = "jobs.slurm.submit"
+REPORT_TASK = "jobs.slurm.report"
 
 
 @dataclass
@@ -112,7 +119,7 @@ def _track(now: datetime) -> PassReport:
     ]
     if unsubmitted and cache.add(f"{RESUBMIT_KEY}:{_prefix()}", 1, RESUBMIT_MARK_SECONDS):
         # In a task: sbatch may wait for a controller that does not answer; this pass may not.
-        slurm_submit.delay(unsubmitted)
+        current_app.send_task(SUBMIT_TASK, args=[unsubmitted])
         report.submitted = len(unsubmitted)
     if not _query_due(now):
         return report
@@ -167,7 +174,7 @@ def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt], news: str) -> N
     parallel by the worker's processes. The same news is sent once (until its mark
     expires, in case that task was lost); new news at once."""
     if cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS):
-        slurm_report.delay(slurm_id, [a.pk for a in group])
+        current_app.send_task(REPORT_TASK, args=[slurm_id, [a.pk for a in group]])
 
 
 def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
@@ -223,7 +230,7 @@ def _observe(
 def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
     reason = Reason("slurm.queued", {"id": slurm_job.job_id, "reason": slurm_job.reason or "-"})
     if job.state == Job.State.STARTING and job.state_reason != reason.english:
-        job_transition(job=job, to_state=Job.State.STARTING, reason=reason)
+        job_start_waits(job=job, reason=reason)
 
 
 def _report_progress(

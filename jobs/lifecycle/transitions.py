@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from jobs.event_log import log_job_event
 from jobs.models import Job, JobEvent
 from jobs.signals import job_state_changed
 from trainyard.bulk import insert_rows, update_from_values
 from trainyard.reasons import Reason
+
+from .event_log import log_job_event
 
 S = Job.State
 ALLOWED: dict[str, set[str]] = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from django.db import transaction
 
 from jobs.models import Job, PortAllocation
-from jobs.services.hooks import schedule_soon
 from resources.models import Allocation, CardAllocation
 
-from .columns import add_to_allocated
+from .allocated_columns import add_to_allocated
+from .pass_requests import schedule_soon
 
 
 def job_release(*, job: Job) -> int:

@@ -1,5 +1,9 @@
-"""Cross-cutting triggers: what must happen after a change commits."""
+"""Asking for a scheduling pass once a change commits, one pass for a burst of changes.
 
+The pass itself is above this layer: it is queued by its Celery task name, never imported.
+"""
+
+from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -8,6 +12,8 @@ from django.db import transaction
 # commits meanwhile needs no pass of its own. It expires in case that pass is lost.
 PASS_QUEUED_KEY = "trainyard:schedule-pass-queued"
 PASS_QUEUED_SECONDS = 5
+# The Celery task that runs a pass (``jobs.tasks.schedule_pass``), sent by name.
+SCHEDULE_PASS_TASK = "jobs.tasks.schedule_pass"
 
 
 def schedule_soon() -> None:
@@ -22,11 +28,9 @@ def request_pass() -> None:
     (each pass reads every waiting job, and passes run one at a time). Without
     a shared cache (the embedded setup) every change queues its own pass.
     """
-    from jobs.tasks import schedule_pass
-
     if settings.TRAINYARD_SHARED_CACHE and not cache.add(PASS_QUEUED_KEY, 1, PASS_QUEUED_SECONDS):
         return
-    schedule_pass.delay()
+    current_app.send_task(SCHEDULE_PASS_TASK)
 
 
 def pass_begins() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from jobs.services.hooks import schedule_soon
+from jobs.lifecycle.pass_requests import schedule_soon
 from resources.models import Node, Quota
 from resources.signals import capacity_changed
 
