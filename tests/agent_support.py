@@ -21,8 +21,8 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
-from jobs.agent.isolation import release
-from jobs.agent.tasks import agent_queues
+from jobs.execution.agent.isolation import release
+from jobs.execution.agent.tasks import agent_queues
 from jobs.execution.launch import job_launch
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt

@@ -62,7 +62,7 @@ def test_heartbeat_goes_on_while_an_attempt_is_busy_starting(tmp_path, settings)
 
     from django.utils import timezone
 
-    from jobs.agent.poll import poll_node
+    from jobs.execution.agent.poll import poll_node
     from jobs.execution.replica.folder import AttemptFolder
 
     settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"

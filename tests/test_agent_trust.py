@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from jobs.agent import tasks
+from jobs.execution.agent import tasks
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.models import Job, Replica, ReplicaAttempt
 from jobs.services.stop import job_stop

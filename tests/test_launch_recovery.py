@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs.agent.start import start_attempt
+from jobs.execution.agent.attempt_start import start_attempt
 from jobs.execution.launch import LAUNCH_LOST_AFTER, lost_launches_retry
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from tests.agent_support import cpu_job, make_node

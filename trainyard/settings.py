@@ -195,7 +195,7 @@ TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECOND
 # A poll not run by then is dropped; longer than a busy (or file-system) broker's delivery.
 TRAINYARD_AGENT_POLL_EXPIRES = max(10.0, 5 * TRAINYARD_AGENT_POLL_SECONDS)
 # The node agent's and the Slurm backend's tasks live outside an app's tasks.py.
-CELERY_IMPORTS = ["jobs.agent.tasks", "jobs.execution.slurm.tasks"]
+CELERY_IMPORTS = ["jobs.execution.agent.tasks", "jobs.execution.slurm.tasks"]
 # Each entry expires so that missed runs of a periodic task do not pile up.
 CELERY_BEAT_SCHEDULE: dict = {
     "agent-polls": {

@@ -136,14 +136,10 @@ def _tries_with(job: Job, *, platform_fault: bool) -> int:
 
 
 def _restart_in_place(*, job: Job, reason: Reason) -> None:
-    from jobs.lifecycle.transitions import job_transition
-
-    from .launch import job_launch
-
     next_attempt = job.attempt + 1
     if job_transition(job=job, to_state=Job.State.STARTING, reason=reason, attempt=next_attempt):
         job_id = job.pk
-        transaction.on_commit(lambda: job_launch(job_id))
+        transaction.on_commit(lambda: job_retried.send(sender=Job, job_id=job_id))
 
 
 def _finish(job: Job, state: str, reason: Reason) -> None:

@@ -3,7 +3,7 @@
 The Slurm job runs ``<python> -I keeper.py <attempt folder>`` on each of its
 nodes, as root (``sudo -n`` where Slurm runs the job as another account; see
 the README's production section). The keeper does on the node what the local
-agent does before its runner starts (``jobs/agent/isolation.py``), from
+agent does before its runner starts (``jobs/execution/agent/isolation.py``), from
 ``keeper.json``, which the platform wrote in a folder only root may write:
 
 1. no sandbox, no job: where the node cannot isolate (no bubblewrap, no job
@@ -65,6 +65,8 @@ def keeper_argv(python: str, folder: Path) -> list[str]:
 
 
 def main(folder: Path) -> int:
+    # Run as a script (``python -I keeper.py``), not imported: every import below waits
+    # until sys.path holds the project and Django's settings are configured from the plan.
     sys.path[:1] = [str(PROJECT_ROOT)]  # the project, not this folder, is where imports start
     from jobs.execution.replica.runner import read_json
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jobs.execution.replica.failure import isolation_refusal, storage_reason
+from jobs.execution.replica.failure import exited_reason, isolation_refusal, storage_reason
+from jobs.execution.replica.runner import describe
 from jobs.models import ReplicaAttempt
 from trainyard.reasons import Reason
 
@@ -121,14 +122,10 @@ def max_runtime_reason(minutes: int | None) -> Reason:
 
 
 def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> Reason:
-    from jobs.execution.replica.failure import exited_reason
-
     summary = record.exit["summary"] if record.exit else describe_exit(exit_code)
     return exited_reason(summary, record.log)
 
 
 def describe_exit(exit_code: int | None) -> str:
     """As the local runner words it: ``exit code 137 (SIGKILL)``."""
-    from jobs.execution.replica.runner import describe
-
     return describe(exit_code if exit_code is not None else 1)[1]

@@ -8,7 +8,7 @@ Nodes added later need a restart of the agent.
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import gettext as _
 
-from jobs.agent.tasks import agent_queues
+from jobs.execution.agent.tasks import agent_queues
 from resources.models import Node
 
 

@@ -27,8 +27,8 @@ from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings, node_queue
 from trainyard.reasons import Reason
 
+from .attempt_start import report_started
 from .isolation import refresh_gangs, release, unsafe
-from .start import report_started
 
 State = ReplicaAttempt.State
 VANISHED_AFTER = timedelta(seconds=30)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from datetime import timedelta
 
 from celery import current_app, shared_task
 from django.conf import settings
@@ -17,11 +18,14 @@ from django.utils import timezone
 
 from jobs.execution.files import NODE_NAME
 from jobs.execution.nodes import nodes_check_heartbeats
+from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.report import attempt_ended
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
 from trainyard.reasons import Reason
 
+from .attempt_start import start_attempt as start
+from .poll import poll_node, request_stop
 from .queues import agent_queues
 
 logger = logging.getLogger(__name__)
@@ -49,8 +53,6 @@ def served_attempt(task: str, attempt_id: object) -> ReplicaAttempt | None:
 
 @shared_task(name="jobs.agent.start_attempt", ignore_result=True)
 def start_attempt(attempt_id: int) -> None:
-    from .start import start_attempt as start
-
     if served_attempt("start_attempt", attempt_id):
         start(attempt_id)
 
@@ -58,12 +60,6 @@ def start_attempt(attempt_id: int) -> None:
 @shared_task(name="jobs.agent.stop_attempt", ignore_result=True)
 def stop_attempt(attempt_id: int, reason: dict | str) -> None:
     """Stop one attempt; ``reason`` is a ``Reason`` as JSON (plain text from older senders)."""
-    from datetime import timedelta
-
-    from jobs.execution.replica.folder import AttemptFolder
-
-    from .poll import request_stop
-
     attempt = served_attempt("stop_attempt", attempt_id)
     if attempt is None or not isinstance(reason, dict | str):
         return
@@ -94,8 +90,6 @@ def stop_attempt(attempt_id: int, reason: dict | str) -> None:
 
 @shared_task(name="jobs.agent.poll", ignore_result=True)
 def poll(node_name: str) -> None:
-    from .poll import poll_node
-
     if not serves(node_name):
         logger.warning("Refused poll(%r): not a node this agent serves", node_name)
         return
