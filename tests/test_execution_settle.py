@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from jobs.execution import launch
 from jobs.execution.nodes import node_heartbeat, nodes_check_heartbeats
 from jobs.execution.report import attempt_ended, attempt_running
 from jobs.models import Job, JobEvent, PortAllocation, Replica, ReplicaAttempt
@@ -204,3 +205,32 @@ def test_heartbeat_brings_back_a_node_downed_for_silence_but_not_one_an_admin_do
     node_heartbeat(node_name=downed.name, isolation_problem=None)
     downed.refresh_from_db()
     assert (downed.state, downed.state_reason) == ("down", "Broken fan")
+
+
+def test_a_retry_in_place_is_launched_once_committed(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    launched: list[int] = []
+    monkeypatch.setattr(launch, "job_launch", launched.append)
+    job, (attempt,) = running_job(max_retries=1)
+    start(attempt)
+    with django_capture_on_commit_callbacks(execute=True):
+        end(attempt, State.FAILED, reason="exit code 1")
+    assert launched == [job.pk]  # settle's job_retried, received by launch.py
+
+
+def test_the_peers_of_a_failed_replica_are_stopped_once_committed(
+    monkeypatch, django_capture_on_commit_callbacks
+):
+    stops: list[tuple[list[int], str]] = []
+
+    class Executor:
+        def stop_attempts(self, attempt_ids, *, reason):
+            stops.append((list(attempt_ids), reason.code))
+
+    monkeypatch.setattr(launch, "executor_for", lambda name: Executor())
+    job, (first, second) = running_job(replicas=2, max_retries=3)
+    start(first, second)
+    with django_capture_on_commit_callbacks(execute=True):
+        end(second, State.FAILED)
+    assert stops == [([first.pk], "stopped.peer")]  # settle's peers_to_stop, received by launch.py
