@@ -1,7 +1,6 @@
 from django.urls import path, register_converter
 
-from . import detail_views, form_views, runtime_views, template_views, views
-from .estimates import views as estimate_views
+from . import detail_views, estimate_views, form_views, runtime_views, template_views, views
 
 
 class OutputPathConverter:

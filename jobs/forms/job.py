@@ -21,7 +21,6 @@ from django.utils.translation import gettext_lazy as _
 
 from billing.rules import gpu_model_refusals
 from jobs.environment import EnvironmentInput, job_environment, shown_environment
-from jobs.estimates.form import add_template_fields, template_submit_data
 from jobs.models import Job, Project
 from jobs.selectors import projects_for_user
 from jobs.services.admission import request_admission, request_billing_errors
@@ -35,6 +34,8 @@ from resources.request import ResourceRequest
 
 from .job_fields import CUSTOM, LIMIT_FIELDS, LIVE_FIELDS, JobFields
 from .model_choices import default_model, gpu_model_label, grouped_choices, offered_models
+from .prefill import form_initial
+from .template_choice import add_template_fields, template_submit_data
 
 MULTI_FIELDS = ("datasets", "pretrained_models")
 # Service field → form field, where they differ.
@@ -67,8 +68,6 @@ class JobForm(JobFields):
         # Why the account may not use a model (billing's rule); absent: it may.
         self.refusals = gpu_model_refusals(user=user, gpu_models=self.gpu_models)
         if body and not self.is_bound:
-            from .prefill import form_initial
-
             self.initial.update(form_initial(body, self.gpu_models))
         if self.is_bound:
             self.data = self.data.copy()

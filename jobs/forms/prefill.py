@@ -20,9 +20,9 @@ from resources.ratios import (
     ratio_vgpu_memory_mib,
 )
 
-from ..estimates.form import NO_TEMPLATE
 from ..models import Job
 from .job_fields import CUSTOM, RATIO
+from .template_choice import NO_TEMPLATE
 
 
 def form_initial(body: dict, gpu_models: list[GpuModel]) -> dict:

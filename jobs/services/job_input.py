@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
-from jobs.estimates.template_input import augmentation_command_clean, template_resolve
 from jobs.models import CodeVersion, Dataset, Image, Job, PretrainedModel, Project, WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS, MAX_RETRIES
 from jobs.selectors import projects_for_user
@@ -22,6 +21,7 @@ from trainyard.lookups import missing_name_message, row_named
 
 from .ports import port_errors
 from .resources_input import FieldErrors, as_integer, resources_resolve
+from .template_input import augmentation_command_clean, template_resolve
 
 MAX_NAME_CHARS = Job._meta.get_field("name").max_length
 MAX_RUNTIME_MINUTES = 365 * 24 * 60

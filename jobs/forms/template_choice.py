@@ -15,12 +15,12 @@ from functools import partial
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from jobs.forms.fields import NameChoiceField
+from jobs.estimates.panel import EstimatePanel, estimate_panel
+from jobs.estimates.rules import templates_for_user
 from jobs.models import WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS
 
-from .panel import EstimatePanel, estimate_panel
-from .rules import templates_for_user
+from .fields import NameChoiceField
 
 NO_TEMPLATE = ""
 

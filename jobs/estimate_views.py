@@ -4,9 +4,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from jobs.forms import JobForm
-
-from .form import form_estimate_panel
+from .forms import JobForm
+from .forms.template_choice import form_estimate_panel
 
 
 @require_POST

@@ -4,7 +4,7 @@ A template is a starting point, not a cage: the person may edit the command it
 fills in. What the submit data leaves out (the API omits it, or the form sends
 an empty command) comes from the template: startup command, augmentation-search
 command, and max run time. Whether this person may use it with this GPU model is
-``rules.template_errors``, which the submit service checks with the other
+``jobs.estimates.rules.template_errors``, which the submit service checks with the other
 admission rules.
 """
 
@@ -14,8 +14,9 @@ from django.utils.translation import gettext as _
 
 from jobs.models import WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS
-from jobs.services.resources_input import FieldErrors
 from trainyard.lookups import row_named
+
+from .resources_input import FieldErrors
 
 
 def template_resolve(*, data: dict, errors: FieldErrors) -> tuple[WorkloadTemplate | None, dict]:
