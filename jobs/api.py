@@ -1,7 +1,7 @@
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
-from .execution.runtime import job_log_tail
+from .execution.runtime import DEFAULT_TAIL_LINES, job_log_tail
 from .selectors import projects_for_user
 
 router = Router(tags=["jobs"])
@@ -53,7 +53,7 @@ def job_logs(
     job_id: int,
     replica: int = 0,
     attempt: int | None = None,
-    tail: int = 200,
+    tail: int = DEFAULT_TAIL_LINES,
     offset: int | None = None,
 ):
     """A replica's log (its latest attempt, or ``attempt``): the last ``tail`` lines, or
