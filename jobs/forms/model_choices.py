@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from billing.models import model_is_free_tier
 from billing.rules import ModelRefusal
 from resources.models import GpuModel, ResourceKind
 
@@ -21,9 +22,11 @@ def offered_models(models: list[GpuModel], kind: str) -> list[GpuModel]:
 
 
 def default_model(models: list[GpuModel], refusals: dict[str, ModelRefusal]) -> GpuModel | None:
-    """The first usable free-tier model, else the first usable one, else the first."""
+    """The first usable free-tier model (billing's rule), else the first usable one, else the
+    first; ``models`` have their members loaded."""
     usable = [m for m in models if m.name not in refusals]
-    return next((m for m in usable if m.free_tier), next(iter(usable), next(iter(models), None)))
+    free = (m for m in usable if model_is_free_tier(m))
+    return next(free, next(iter(usable), next(iter(models), None)))
 
 
 def grouped_choices(
