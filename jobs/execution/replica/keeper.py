@@ -27,6 +27,8 @@ agent does before its runner starts (``jobs/execution/agent/isolation.py``), fro
 
 No database and no Django app: ``settings.configure`` with the few settings
 ``keeper.json`` carries (``NODE_SETTINGS``) is all that the runtime needs here.
+So the project's modules are imported inside the functions, once ``main`` has put the
+project on ``sys.path`` and configured those settings: never at the top of this script.
 """
 
 from __future__ import annotations

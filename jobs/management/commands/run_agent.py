@@ -5,11 +5,13 @@ every local node in the database, which is what the demo (``make run``) wants.
 Nodes added later need a restart of the agent.
 """
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import gettext as _
 
 from jobs.execution.agent.tasks import agent_queues
 from resources.models import Node
+from trainyard.celery import app
 
 
 class Command(BaseCommand):
@@ -32,10 +34,6 @@ class Command(BaseCommand):
             )
         if not names:
             raise CommandError(_("There is no local node to serve."))
-        from django.conf import settings
-
-        from trainyard.celery import app
-
         if nodes:  # the agent acts on these nodes only (its worker processes inherit this)
             settings.TRAINYARD_AGENT_NODES = [node.name for node in names]
 
