@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import DEFAULT_STORAGE_GIB, GpuModel, ResourceKind
+from .models import (
+    DEFAULT_STORAGE_GIB,
+    REPLICA_RESOURCE_COLUMNS,
+    GpuModel,
+    ReplicaResourceColumns,
+    ResourceKind,
+)
 from .vector import CPU, MEMORY, STORAGE, ResourceVector, gpu_key, vgpu_key
 
 
@@ -23,18 +29,20 @@ class ResourceRequest:
     replicas: int = 1
 
     @classmethod
+    def from_columns(
+        cls, row: ReplicaResourceColumns, *, kind: str, replicas: int = 1
+    ) -> ResourceRequest:
+        """What a spec's or a job's columns ask of each of ``replicas`` replicas."""
+        columns = {name: getattr(row, name) for name in REPLICA_RESOURCE_COLUMNS}
+        return cls(kind=kind, replicas=replicas, **columns)
+
+    @classmethod
     def from_job(cls, job) -> ResourceRequest:
-        return cls(
-            kind=job.resource_kind,
-            cpu_milli=job.cpu_milli,
-            memory_mib=job.memory_mib,
-            storage_gib=job.storage_gib,
-            gpu_model=job.gpu_model,
-            gpu_count=job.gpu_count,
-            vgpu_compute_percent=job.vgpu_compute_percent,
-            vgpu_memory_mib=job.vgpu_memory_mib,
-            replicas=job.replicas,
-        )
+        return cls.from_columns(job, kind=job.resource_kind, replicas=job.replicas)
+
+    def columns(self) -> dict:
+        """The values of a row's ``ReplicaResourceColumns`` that hold this request."""
+        return {name: getattr(self, name) for name in REPLICA_RESOURCE_COLUMNS}
 
     @property
     def is_vgpu(self) -> bool:

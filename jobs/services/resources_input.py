@@ -161,17 +161,7 @@ def _from_spec(
         errors.add("spec", _("The spec %(name)s is disabled; choose another") % {"name": name})
     if spec is None or not spec.enabled:
         return None
-    return ResourceRequest(
-        kind=spec.kind,
-        cpu_milli=spec.cpu_milli,
-        memory_mib=spec.memory_mib,
-        storage_gib=spec.storage_gib,
-        gpu_model=spec.gpu_model,
-        gpu_count=spec.gpu_count,
-        vgpu_compute_percent=spec.vgpu_compute_percent,
-        vgpu_memory_mib=spec.vgpu_memory_mib,
-        replicas=replicas,
-    )
+    return ResourceRequest.from_columns(spec, kind=spec.kind, replicas=replicas)
 
 
 def _from_parameters(resources: dict, replicas: int, errors: FieldErrors) -> ResourceRequest | None:
