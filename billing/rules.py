@@ -26,6 +26,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from resources.models import GpuModel, ResourceKind
+from resources.ratios import card_share
 
 from .accounts import account_for_user
 from .formatting import grant_figures, hours_text
@@ -36,9 +37,10 @@ def cards_per_replica(
     *, resource_kind: str | None, gpu_count: int, vgpu_compute_percent: int | None
 ) -> Decimal:
     """Card-hours a replica uses per hour: a virtual GPU counts its compute share."""
-    if resource_kind == ResourceKind.VGPU and vgpu_compute_percent:
-        return Decimal(gpu_count) * vgpu_compute_percent / 100
-    return Decimal(gpu_count)
+    is_share = resource_kind == ResourceKind.VGPU and vgpu_compute_percent
+    return card_share(
+        gpu_count=gpu_count, vgpu_compute_percent=vgpu_compute_percent if is_share else None
+    )
 
 
 @dataclass(frozen=True)
