@@ -24,6 +24,7 @@ from .estimates.job_times import job_times
 from .execution.replica.prepare import replica_placement
 from .forms import parse_ports
 from .models import Job
+from .models.job import MAX_PORT, MAX_PORTS_PER_JOB, MIN_PORT
 from .selectors import (
     first_replica_latest_attempt,
     job_connect_points,
@@ -59,6 +60,7 @@ def detail_context(job: Job, **extra) -> dict:
         # Host ports are held while the job is placed; each open port is published there.
         "published": job_connect_points(job),
         "ports_text": extra.pop("ports_text", ", ".join(map(str, ports))),
+        "port_limits": {"max": MAX_PORTS_PER_JOB, "low": str(MIN_PORT), "high": str(MAX_PORT)},
         "environment": page_environment(job),
         "events": job_events(job),
         "times": job_times(job=job),
