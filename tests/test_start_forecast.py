@@ -231,3 +231,21 @@ def test_a_queue_longer_than_a_replay_step_gets_ordered_starts_to_its_end(p4):
     assert abs(starts[0] - first_free) < SLACK
     # Each holds the card its 10 minutes; far ahead a replay step spans more than that.
     assert abs(starts[-1] - (first_free + timedelta(minutes=690))) < timedelta(minutes=60)
+
+
+def test_a_job_started_by_the_pass_is_given_back_once_in_the_replay(p4):
+    # The pass reads what is held once it needs it; read after it wrote its own starts,
+    # a job it started counted twice in the replay (a card 200 % free, or none).
+    alice = UserFactory(username="alice")
+    QuotaFactory(user=alice, gpu_model=p4, limit=1)
+    NodeFactory(gpu_model=p4, gpu_count=1)
+    first = JobFactory(owner=alice, gpu_model=p4, max_runtime_minutes=60)
+    second = JobFactory(owner=alice, gpu_model=p4, max_runtime_minutes=30)
+
+    run_pass()  # the first starts; the second waits on the quota it holds
+
+    first, second = fresh(first), fresh(second)
+    assert first.state == Job.State.STARTING
+    assert second.state == Job.State.QUOTA_WAIT
+    assert second.estimated_start is not None
+    assert abs(second.estimated_start - (timezone.now() + timedelta(minutes=60))) < SLACK
