@@ -134,6 +134,9 @@ class SchedulingPass:
             self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
         for job in self.jobs:
             self.consider(job)
+        # What was held before this pass, read before its starts are written: those are
+        # pending releases already, and read from the database as well they count twice.
+        self.releases()
         report.started = write_starts(self.starts, self.cluster)
         changes = self.waiting_changes()
         write_waiting(changes)
