@@ -163,9 +163,11 @@ def forget_node_queues() -> None:
     """The launches went to node queues nobody consumes here; drop them."""
     import redis
 
+    from resources.models import node_queue
+
     client = redis.Redis.from_url(os.environ["REDIS_URL"])
     for i in range(NODES):
-        client.delete(f"node.lat-{i:02d}")
+        client.delete(node_queue(f"lat-{i:02d}"))
 
 
 if __name__ == "__main__":
