@@ -2,6 +2,7 @@ import os
 
 import pytest
 from django.conf import settings
+from django.utils import translation
 
 from tests.factories import ProjectFactory, UserFactory
 from tests.support import processes as processes_
@@ -33,6 +34,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     mark_shared_host_tests(items)
+
+
+@pytest.fixture(autouse=True)
+def site_language():
+    """Each test starts and ends in the site's language. A request leaves the language
+    LocaleMiddleware chose active in the thread, and on parallel workers any test may come
+    next: lazy texts read afterwards would be in the last request's language."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture
