@@ -48,7 +48,7 @@ def test_deadline_that_passed_while_the_agent_was_down_is_enforced_after_restart
     ReplicaAttempt.objects.filter(replica__job=job).update(deadline=timezone.now())
     agent.start()
     job = wait_for_state(job, Job.FINAL_STATES, agent)
-    assert job.state == Job.State.TIMED_OUT
+    assert job.state == Job.State.TIMED_OUT, job.state_reason
 
 
 def test_the_same_start_message_twice_starts_one_process(agent):
