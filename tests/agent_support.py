@@ -32,7 +32,7 @@ from tests.conftest import database_url_for_subprocess
 from tests.factories import JobFactory, UserFactory
 from tests.support import processes
 from tests.support.waiting import wait_until
-from tests.support.workers import host_port_offset
+from tests.support.workers import empty_broker, host_port_offset
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_SECONDS = 0.3
@@ -212,7 +212,9 @@ def attempt_log(attempt: ReplicaAttempt) -> str:
 
 @pytest.fixture
 def agent_env(transactional_db, tmp_path, settings):
-    """Temporary node and data roots, short grace; returns a factory of agents."""
+    """Temporary node and data roots, short grace, an empty broker; returns a factory of
+    agents."""
+    empty_broker()
     # Not under pytest's own folder (0700): a replica's uid must pass through to its output.
     roots = Path(tempfile.mkdtemp(prefix="trainyard-agent-"))
     os.chmod(roots, 0o755)

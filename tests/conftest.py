@@ -7,7 +7,7 @@ from django.utils import translation
 from tests.factories import ProjectFactory, UserFactory
 from tests.support import processes as processes_
 from tests.support.waiting import wait_until
-from tests.support.workers import isolate_this_worker, mark_shared_host_tests
+from tests.support.workers import empty_broker, group_shared_host_tests, isolate_this_worker
 
 # Workers, agents and beat started by tests log every task: tests wait on those lines.
 os.environ.setdefault("TRAINYARD_VERBOSE", "1")
@@ -32,8 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
     isolate_this_worker()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    mark_shared_host_tests(items)
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    group_shared_host_tests(config, items)
 
 
 @pytest.fixture(autouse=True)
@@ -104,6 +105,7 @@ def start_celery_worker(transactional_db, tmp_path):
     once the worker is ready; its log is ``tmp_path / "worker-<n>.log"``.
     """
     processes = []
+    empty_broker()
 
     def start(queues: str = "celery", env: dict | None = None, concurrency: int = 2):
         child_env = {

@@ -3,10 +3,11 @@
 The pass itself is above this layer: it is queued by its Celery task name, never imported.
 """
 
-from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+
+from trainyard.task_names import send_task
 
 # Set while a scheduling pass is queued and has not begun to read: a change that
 # commits meanwhile needs no pass of its own. It expires in case that pass is lost.
@@ -30,7 +31,7 @@ def request_pass() -> None:
     """
     if settings.TRAINYARD_SHARED_CACHE and not cache.add(PASS_QUEUED_KEY, 1, PASS_QUEUED_SECONDS):
         return
-    current_app.send_task(SCHEDULE_PASS_TASK)
+    send_task(SCHEDULE_PASS_TASK)
 
 
 def pass_begins() -> None:

@@ -3,11 +3,14 @@
 Each worker has its own test database already (pytest-django adds the worker id to its
 name). Here it also gets its own Redis database, the Celery broker and the cache of every
 agent, worker and beat its tests start, so that no worker takes another's tasks, and a
-range of host ports of its own for the replicas its tests publish.
+range of host ports of its own for the replicas its tests publish. The tests' Redis
+databases come after the one ``REDIS_URL`` names (which ``make run`` may use: tests never
+touch it), and a test that starts Celery processes empties its own first
+(``empty_broker``): no task an earlier test left behind runs in it.
 
 Tests that share one thing of the host that cannot be split (the Slurm development
-cluster, the stand-in hosts' network namespaces) carry an ``xdist_group`` mark, and
-``--dist loadgroup`` runs each group on one worker, one test at a time.
+cluster, the stand-in hosts' network namespaces) form groups, and ``--dist loadgroup``
+runs each group on one worker, one test at a time.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import redis
+from _pytest.nodeid import coerce_node_id
 from django.conf import settings
 
 REDIS_DATABASES = 16
@@ -29,6 +34,16 @@ def worker_index() -> int | None:
     return int(worker.removeprefix("gw")) if worker.startswith("gw") else None
 
 
+def empty_broker() -> None:
+    """Empty this worker's Redis database: the broker's queues and the cache's marks."""
+    if settings.REDIS_URL:
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        try:
+            client.flushdb()
+        finally:
+            client.close()
+
+
 def redis_url_of_worker(url: str, index: int) -> str:
     """The run's Redis URL with database ``given + 1 + index`` (modulo Redis's 16)."""
     parts = urlsplit(url)
@@ -38,11 +53,11 @@ def redis_url_of_worker(url: str, index: int) -> str:
 
 def isolate_this_worker() -> None:
     """Called when the test session starts, before any test talks to Redis or starts a
-    process: children inherit ``REDIS_URL`` from ``os.environ``."""
-    index = worker_index()
-    if index is None or not settings.REDIS_URL:
+    process: children inherit ``REDIS_URL`` from ``os.environ``. One process alone takes
+    the first of the tests' databases, as ``gw0`` does."""
+    if not settings.REDIS_URL:
         return
-    url = redis_url_of_worker(settings.REDIS_URL, index)
+    url = redis_url_of_worker(settings.REDIS_URL, worker_index() or 0)
     os.environ["REDIS_URL"] = url
     settings.REDIS_URL = url
     settings.CACHES["default"]["LOCATION"] = url
@@ -73,7 +88,16 @@ def shared_host_group(item: pytest.Item) -> str | None:
     return next((group for f, group in SHARED_HOST_FIXTURES.items() if f in names), None)
 
 
-def mark_shared_host_tests(items: list[pytest.Item]) -> None:
+def group_shared_host_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test of a shared thing of the host in its group, for ``--dist loadgroup``.
+
+    xdist groups tests by a ``@group`` suffix of their node id, which its own hook writes
+    into ``item._nodeid``; pytest 9.2's structured node ids no longer read that field, so
+    the groups were silently ignored (pytest-dev/pytest-xdist#1386). The suffix is written
+    here where pytest reads it, and only when ``--dist loadgroup`` asked for groups.
+    """
+    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers
+        return
     for item in items:
-        if group := shared_host_group(item):
-            item.add_marker(pytest.mark.xdist_group(group))
+        if (group := shared_host_group(item)) and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")

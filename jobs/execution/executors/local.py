@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from celery import current_app
-
 from jobs.models import ReplicaAttempt
 from resources.models import node_queue
 from trainyard.reasons import Reason
+from trainyard.task_names import send_task
 
 
 class LocalExecutor:
@@ -14,13 +13,11 @@ class LocalExecutor:
 
     def start_attempts(self, attempt_ids: list[int]) -> None:
         for attempt_id, node_name in _nodes_of(attempt_ids):
-            current_app.send_task(
-                "jobs.agent.start_attempt", args=[attempt_id], queue=node_queue(node_name)
-            )
+            send_task("jobs.agent.start_attempt", args=[attempt_id], queue=node_queue(node_name))
 
     def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
         for attempt_id, node_name in _nodes_of(attempt_ids):
-            current_app.send_task(
+            send_task(
                 "jobs.agent.stop_attempt",
                 args=[attempt_id, Reason.of(reason).as_json()],
                 queue=node_queue(node_name),

@@ -7,18 +7,15 @@ that stops a job never waits on a Slurm controller that is slow to answer. The t
 
 from __future__ import annotations
 
-from celery import current_app
-
 from trainyard.reasons import Reason
+from trainyard.task_names import send_task
 
 
 class SlurmExecutor:
     name = "slurm"
 
     def start_attempts(self, attempt_ids: list[int]) -> None:
-        current_app.send_task("jobs.slurm.submit", args=[list(attempt_ids)])
+        send_task("jobs.slurm.submit", args=[list(attempt_ids)])
 
     def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
-        current_app.send_task(
-            "jobs.slurm.stop", args=[list(attempt_ids), Reason.of(reason).as_json()]
-        )
+        send_task("jobs.slurm.stop", args=[list(attempt_ids), Reason.of(reason).as_json()])

@@ -26,7 +26,6 @@ import contextlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from celery import current_app
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
@@ -43,6 +42,7 @@ from jobs.execution.report import (
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node, SiteSettings
 from trainyard.reasons import Reason
+from trainyard.task_names import send_task
 
 from . import cli
 from .outcome import (
@@ -119,7 +119,7 @@ def _track(now: datetime) -> PassReport:
     ]
     if unsubmitted and cache.add(f"{RESUBMIT_KEY}:{_prefix()}", 1, RESUBMIT_MARK_SECONDS):
         # In a task: sbatch may wait for a controller that does not answer; this pass may not.
-        current_app.send_task(SUBMIT_TASK, args=[unsubmitted])
+        send_task(SUBMIT_TASK, args=[unsubmitted])
         report.submitted = len(unsubmitted)
     if not _query_due(now):
         return report
@@ -174,7 +174,7 @@ def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt], news: str) -> N
     parallel by the worker's processes. The same news is sent once (until its mark
     expires, in case that task was lost); new news at once."""
     if cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS):
-        current_app.send_task(REPORT_TASK, args=[slurm_id, [a.pk for a in group]])
+        send_task(REPORT_TASK, args=[slurm_id, [a.pk for a in group]])
 
 
 def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
