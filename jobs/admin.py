@@ -68,6 +68,18 @@ class ReplicaInline(admin.TabularInline):
     readonly_fields = ["index", "node", "card_indices"]
 
 
+# What the platform writes: shown, never edited (a state changes through job_transition).
+JOB_READONLY_FIELDS = [
+    "state",
+    "shown_reason",
+    "queue_position",
+    "estimated_start",
+    "attempt",
+    "started_at",
+    "finished_at",
+]
+
+
 @admin.register(Job)
 class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
     list_display = [
@@ -109,23 +121,9 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "max_retries",
         "priority",
         "stop_requested_at",
-        "state",
-        "shown_reason",
-        "queue_position",
-        "estimated_start",
-        "attempt",
-        "started_at",
-        "finished_at",
+        *JOB_READONLY_FIELDS,
     ]
-    readonly_fields = [
-        "state",
-        "shown_reason",
-        "queue_position",
-        "estimated_start",
-        "attempt",
-        "started_at",
-        "finished_at",
-    ]
+    readonly_fields = JOB_READONLY_FIELDS
     inlines = [ReplicaInline, JobEventInline]
     actions = ["stop_jobs"]
 

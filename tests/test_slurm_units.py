@@ -108,7 +108,7 @@ def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm
     from django.utils import timezone
 
     from jobs.execution.replica.folder import AttemptFolder
-    from jobs.execution.slurm import track
+    from jobs.execution.slurm import replica_reports
 
     settings.TRAINYARD_NODE_ROOT = tmp_path
     job = JobFactory(task_mode="distributed", replicas=2, attempt=1, state="running")
@@ -130,10 +130,10 @@ def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm
     exit = {"exit_code": 1, "summary": "exit code 1", "ended_at": T0.isoformat()}
     AttemptFolder(failing.node.name, failing.pk).path.mkdir(parents=True)
     AttemptFolder(failing.node.name, failing.pk).write("exit", exit)
-    track.report_from_files("42", [failing.pk])
+    replica_reports.report_from_files("42", [failing.pk])
     assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
 
-    track._report_ends([waiting], slurm_job("FAILED", 1 << 8), timezone.now())
+    replica_reports.report_ends([waiting], slurm_job("FAILED", 1 << 8), timezone.now())
     waiting.refresh_from_db()
     assert waiting.state == State.STOPPED, waiting.reason
     assert "after replica 1 failed" in waiting.reason

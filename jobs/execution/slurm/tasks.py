@@ -12,8 +12,9 @@ from django.conf import settings
 from trainyard.reasons import Reason
 
 from .inventory import inventory_sync
+from .replica_reports import report_from_files
 from .submit import stop_attempts, submit_attempts
-from .track import report_from_files, track_pass
+from .track import track_pass
 
 
 @shared_task(name="jobs.slurm.submit", ignore_result=True)

@@ -1,0 +1,164 @@
+"""What a Slurm job's replicas wrote, and what Slurm says of it, reported through
+``jobs.execution.report``: attempts running, their training phase, their end.
+
+The tracking pass (``track.py``) finds the news; the report task and the pass call these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from jobs.execution.nodes import node_cannot_isolate
+from jobs.execution.replica import keeper
+from jobs.execution.replica.folder import AttemptFolder, parse_time
+from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
+from jobs.models import ReplicaAttempt
+from resources.models import Node
+
+from . import cli
+from .outcome import ReplicaRecord, outcome
+
+State = ReplicaAttempt.State
+Phase = ReplicaAttempt.Phase
+
+
+def unfinished_attempts():
+    return (
+        ReplicaAttempt.objects.filter(node__executor=Node.Executor.SLURM)
+        .exclude(state__in=ReplicaAttempt.FINAL_STATES)
+        .select_related("node", "replica__job")
+        .order_by("replica__job_id", "number", "replica__index")
+    )
+
+
+def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
+    """The report task: what the replicas of one Slurm job wrote, through the services."""
+    group = list(unfinished_attempts().filter(pk__in=attempt_ids, external_id=slurm_id))
+    if group:
+        report_files(slurm_id, group, timezone.now())
+
+
+def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
+    folders = [AttemptFolder(a.node.name, a.pk) for a in group]
+    for attempt, folder in zip(group, folders, strict=True):
+        started = first_phase_start(attempt, folder)
+        if started is not None:
+            report_progress(attempt, folder, slurm_id, started)
+    for attempt, folder in zip(group, folders, strict=True):
+        # At once, even while peers run: a failed replica gets the others stopped.
+        if (exit := folder.read("exit")) is not None:
+            report_ends([attempt], slurm_job_from_exits(slurm_id, [exit]), now)
+
+
+def first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetime | None:
+    searching = bool(attempt.replica.job.augmentation_command.strip())
+    first = folder.read(f"phase-{Phase.AUGMENTATION if searching else Phase.TRAINING}")
+    return parse_time(first["started_at"]) if first else None
+
+
+def report_progress(
+    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_id: str, started_at: datetime
+) -> None:
+    job = attempt.replica.job
+    if attempt.state == State.PENDING:
+        searching = bool(job.augmentation_command.strip())
+        deadline = None
+        if job.max_runtime_minutes and not searching:
+            deadline = started_at + timedelta(minutes=job.max_runtime_minutes)
+        reported = attempt_running(
+            attempt_id=attempt.pk,
+            started_at=started_at,
+            external_id=slurm_id,
+            deadline=deadline,
+            phase=Phase.AUGMENTATION if searching else Phase.TRAINING,
+        )
+        if reported:
+            attempt.state, attempt.started_at = State.RUNNING, started_at
+            attempt.training_started_at = None if searching else started_at
+        else:
+            attempt.refresh_from_db()
+    training = folder.read(f"phase-{Phase.TRAINING}")
+    if training and attempt.training_started_at is None and attempt.state == State.RUNNING:
+        attempt_phase_started(
+            attempt_id=attempt.pk, phase=Phase.TRAINING, at=parse_time(training["started_at"])
+        )
+        attempt.training_started_at = parse_time(training["started_at"])
+    if attempt.address is None and (where := folder.read(keeper.ADDRESS)):
+        # Where the keeper put the replica in its node's job network (for the gang and people).
+        ReplicaAttempt.objects.filter(pk=attempt.pk).update(address=where["address"])
+        attempt.address = where["address"]
+    with contextlib.suppress(FileNotFoundError):
+        size = folder.log.stat().st_size
+        if size != attempt.log_offset:
+            ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
+            attempt.log_offset = size
+
+
+def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
+    folders = {a.pk: AttemptFolder(a.node.name, a.pk) for a in group}
+    exits = {a.pk: folders[a.pk].read("exit") for a in group}
+    failed = [a for a in group if exits[a.pk] and exits[a.pk]["exit_code"]]
+    peer_failed = _failed_replica(group, slurm_job.job_id, failed)
+    # The replica that failed first, so the job's reason names the real failure.
+    for attempt in sorted(group, key=lambda a: a not in failed):
+        record = ReplicaRecord(
+            stop=folders[attempt.pk].read("stop"),
+            exit=exits[attempt.pk],
+            log=folders[attempt.pk].log,
+            peer_failed=peer_failed,
+            refused=folders[attempt.pk].read(keeper.REFUSED),
+            storage=folders[attempt.pk].read("storage"),
+        )
+        if record.refused and record.refused.get("kind") == "isolation":
+            node_cannot_isolate(node_name=attempt.node.name, problem=record.refused["problem"])
+        result = outcome(slurm_job, record, attempt=attempt)
+        ended_at = parse_time(record.exit["ended_at"]) if record.exit else slurm_job.end_time or now
+        attempt_ended(
+            attempt_id=attempt.pk,
+            state=result.state,
+            ended_at=min(ended_at, now),
+            exit_code=result.exit_code,
+            reason=result.reason,
+            platform_fault=result.platform_fault,
+        )
+
+
+def _failed_replica(
+    group: list[ReplicaAttempt], slurm_id: str, failed: list[ReplicaAttempt]
+) -> int | None:
+    """The index of a replica of this Slurm job that exited non-zero: one of ``group``, or a
+    peer already reported from its own exit.json (a report task can end it before squeue shows
+    the Slurm job ended, and before the stop it sent the others is written)."""
+    if failed:
+        return failed[0].replica.index
+    reported = (
+        ReplicaAttempt.objects.filter(
+            external_id=slurm_id,
+            replica__job_id=group[0].replica.job_id,
+            number=group[0].number,
+            state=State.FAILED,
+            platform_fault=False,
+        )
+        .exclude(pk__in=[a.pk for a in group])
+        .order_by("ended_at", "replica__index")
+        .values_list("replica__index", flat=True)
+    )
+    return reported.first()
+
+
+def slurm_job_from_exits(slurm_id: str, exits: list[dict]) -> cli.SlurmJob:
+    """The Slurm job as its replicas' own exits tell it (Slurm says the same a moment later)."""
+    worst = max(exit["exit_code"] for exit in exits)
+    return cli.SlurmJob(
+        job_id=slurm_id,
+        name="",
+        state="COMPLETED" if worst == 0 else "FAILED",
+        reason="",
+        wait_status=(worst & 0xFF) << 8,
+        start_time=None,
+        end_time=max(parse_time(exit["ended_at"]) for exit in exits),
+        nodes="",
+    )
