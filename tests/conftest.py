@@ -7,7 +7,12 @@ from django.utils import translation
 from tests.factories import ProjectFactory, UserFactory
 from tests.support import processes as processes_
 from tests.support.waiting import wait_until
-from tests.support.workers import empty_broker, group_shared_host_tests, isolate_this_worker
+from tests.support.workers import (
+    empty_broker,
+    give_each_test_its_own_id,
+    group_shared_host_tests,
+    isolate_this_worker,
+)
 
 # Workers, agents and beat started by tests log every task: tests wait on those lines.
 os.environ.setdefault("TRAINYARD_VERBOSE", "1")
@@ -34,6 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    give_each_test_its_own_id(items)
     group_shared_host_tests(config, items)
 
 

@@ -16,6 +16,7 @@ runs each group on one worker, one test at a time.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -86,6 +87,19 @@ def shared_host_group(item: pytest.Item) -> str | None:
     if callspec is not None and callspec.params.get("site") == "slurm":
         names.add("slurm_cluster")  # ``site`` asks for its executor's fixture by name
     return next((group for f, group in SHARED_HOST_FIXTURES.items() if f in names), None)
+
+
+def give_each_test_its_own_id(items: list[pytest.Item]) -> None:
+    """Schemathesis names each API operation's test ``test[GET /api/v1/…]``, but under
+    pytest 9.2's structured node ids gives them all the function's id; xdist keys its work
+    by node id, so with ``--dist loadgroup`` it ran one operation of 16. Each gets the id
+    its name says."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1 and item.parent is not None:
+            item._id = item.parent.id.child(item.name)
+    if len({item.nodeid for item in items}) != len(items):
+        raise pytest.UsageError("two tests share a node id: xdist would run only one")
 
 
 def group_shared_host_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
