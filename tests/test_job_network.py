@@ -208,8 +208,11 @@ def test_a_job_reaches_another_job_only_at_its_published_ports(site):
     private = [(address, 7001) for address in host_addresses()]
     private += [(address, 7000) for address in host_addresses()]
     # Its own address in the job network, where it listens: closed to other jobs too.
-    own_address = attempts_of(neighbour)[0].address
-    assert own_address  # the executor recorded where the replica lives
+    own_address = wait_until(
+        lambda: attempts_of(neighbour)[0].address,
+        what="the executor to record where the replica lives",
+        timeout=30,
+    )
     private += [(own_address, 7000), (own_address, 7001)]
     private = sorted(set(private))
     # As any client outside would: at the node's address (a loopback one is the job bridge's).
