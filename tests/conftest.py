@@ -2,6 +2,7 @@ import os
 
 import pytest
 from django.conf import settings
+from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
 from django.utils import translation
 
 from tests.factories import ProjectFactory, UserFactory
@@ -35,6 +36,11 @@ def pytest_configure(config: pytest.Config) -> None:
         if not os.environ.get("REDIS_URL"):
             raise pytest.UsageError("CI requires REDIS_URL")
     isolate_this_worker()
+    # The tests' users log in with a cheap hash: PBKDF2's million rounds cost 0.2 s of CPU a
+    # user, and the suite makes thousands. Production keeps Django's default hashers.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    get_hashers.cache_clear()
+    get_hashers_by_algorithm.cache_clear()
 
 
 @pytest.hookimpl(trylast=True)
