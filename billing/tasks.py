@@ -2,10 +2,11 @@
 
 from celery import shared_task
 
+from billing.services import usage_accrue
+
 
 @shared_task(name="billing.tasks.accrue_usage", ignore_result=True)
 def accrue_usage() -> int:
     """Accrue running and ended replica attempts into the usage ledger (every minute)."""
-    from billing.services import usage_accrue
 
     return usage_accrue()

@@ -4,6 +4,14 @@ from smtplib import SMTPException
 
 from celery import shared_task
 
+from .services import (
+    emails_pending,
+    free_hours_notify,
+    job_event_notify,
+    long_waits_notify,
+    notification_email_send,
+)
+
 # A mail server that is down or refuses for a while: retry, backing off.
 RETRY = {"autoretry_for": (SMTPException, OSError), "retry_backoff": True, "max_retries": 8}
 
@@ -11,7 +19,6 @@ RETRY = {"autoretry_for": (SMTPException, OSError), "retry_backoff": True, "max_
 @shared_task(name="notifications.tasks.notify_job_event", ignore_result=True, **RETRY)
 def notify_job_event(event_id: int) -> None:
     """Tell a job's owner of the state change recorded as ``JobEvent`` ``event_id``."""
-    from .services import job_event_notify, notification_email_send
 
     notification = job_event_notify(event_id=event_id)
     if notification is not None:
@@ -21,7 +28,6 @@ def notify_job_event(event_id: int) -> None:
 @shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
 def notify_free_hours(grant_id: int, percent: int = 80) -> None:
     """Tell an account's user that a free grant passed ``percent`` used (80 or 95)."""
-    from .services import free_hours_notify, notification_email_send
 
     notification = free_hours_notify(grant_id=grant_id, percent=percent)
     if notification is not None:
@@ -31,7 +37,6 @@ def notify_free_hours(grant_id: int, percent: int = 80) -> None:
 @shared_task(name="notifications.tasks.notify_long_waits", ignore_result=True)
 def notify_long_waits() -> int:
     """Every minute: jobs waiting past their owner's threshold; and emails left pending."""
-    from .services import emails_pending, long_waits_notify
 
     to_send = set(long_waits_notify()) | set(emails_pending())
     for notification_id in sorted(to_send):
@@ -41,6 +46,5 @@ def notify_long_waits() -> int:
 
 @shared_task(name="notifications.tasks.send_notification_email", ignore_result=True, **RETRY)
 def send_notification_email(notification_id: int) -> None:
-    from .services import notification_email_send
 
     notification_email_send(notification_id=notification_id)

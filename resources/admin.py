@@ -25,6 +25,7 @@ from .models import (
     exact_gib,
 )
 from .ratios import milli_to_cores
+from .services import node_set_state, node_sync_cards
 
 
 @admin.register(SiteSettings)
@@ -127,7 +128,6 @@ class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
 
     @admin.action(description=_("Drain the selected nodes (no new work)"))
     def drain(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
-        from .services import node_set_state
 
         for node in queryset:
             node_set_state(node=node, state=Node.State.DRAINING, reason=_("Drained by an admin"))
@@ -136,14 +136,12 @@ class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
 
     @admin.action(description=_("Mark the selected nodes ready"))
     def mark_ready(self, request: HttpRequest, queryset: QuerySet[Node]) -> None:
-        from .services import node_set_state
 
         for node in queryset:
             node_set_state(node=node, state=Node.State.READY, reason="")
         self.message_user(request, _("Nodes marked ready."), messages.SUCCESS)
 
     def save_model(self, request: HttpRequest, obj: Node, form, change: bool) -> None:
-        from .services import node_sync_cards
 
         super().save_model(request, obj, form, change)
         node_sync_cards(node=obj)

@@ -15,6 +15,12 @@ from ninja.security import HttpBearer
 from ninja.security.session import SessionAuth
 
 from accounts.models import ApiToken, hash_token
+from billing.api import router as billing_router
+from jobs.api import router as jobs_router
+from jobs.api_jobs import router as job_api_router
+from jobs.api_resources import router as free_api_router
+from jobs.estimates.api import router as estimates_router
+from resources.api import router as resources_router
 
 NON_FIELD = "__all__"
 
@@ -86,13 +92,6 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 
 
 def register_routers() -> None:
-    from billing.api import router as billing_router
-    from jobs.api import router as jobs_router
-    from jobs.api_jobs import router as job_api_router
-    from jobs.api_resources import router as free_api_router
-    from jobs.estimates.api import router as estimates_router
-    from resources.api import router as resources_router
-
     api.add_router("/", resources_router)
     api.add_router("/", jobs_router)
     api.add_router("/", job_api_router)
