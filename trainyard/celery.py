@@ -1,7 +1,9 @@
+import logging
 import os
 
 from celery import Celery
 from celery.signals import after_setup_logger, task_postrun, task_prerun
+from django.conf import settings
 
 from .broker_compat import install as install_broker_compat
 
@@ -20,6 +22,8 @@ def database_connections_as_between_requests(task=None, **_kwargs) -> None:
     each web request; the rest are reused (see ``CELERY_DB_REUSE_MAX``)."""
     if task is not None and getattr(task.request, "is_eager", False):
         return  # inside the caller's transaction (tests)
+    # Here, not at the top: this module is imported (trainyard/__init__.py) before Django
+    # is set up, and django.db reads the settings when imported.
     from django.db import close_old_connections
 
     close_old_connections()
@@ -29,10 +33,6 @@ def database_connections_as_between_requests(task=None, **_kwargs) -> None:
 def logger_levels_as_in_settings(**_kwargs) -> None:
     """The levels of ``LOGGING["loggers"]`` (quiet routine lines), whether or not Django's own
     logging set-up ran before Celery's in this process (beat's does not run it)."""
-    import logging
-
-    from django.conf import settings
-
     for name, options in settings.LOGGING.get("loggers", {}).items():
         if "level" in options:
             logging.getLogger(name).setLevel(options["level"])
