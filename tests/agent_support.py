@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from jobs.execution.agent.isolation import release
 from jobs.execution.agent.tasks import agent_queues
 from jobs.execution.launch import job_launch
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
-from jobs.scheduler.passes import PASS_LOCK_KEY
 from resources.models import Node, SiteSettings
 from resources.services import node_sync_cards
 from tests.conftest import database_url_for_subprocess
@@ -148,14 +147,9 @@ def place(
 
     Allocation bookkeeping is the scheduler's business and not what these tests
     are about; what the agent reads (replicas, card indices, ports, attempt) is
-    written exactly as the scheduler writes it, under the scheduler's own lock: an agent's
-    beat runs passes, and a pass that locked the job's row while this wrote its replicas
-    (which lock their node's) deadlocked with it (seen in the parallel suite).
+    written exactly as the scheduler writes it.
     """
     with transaction.atomic():
-        if connection.vendor == "postgresql":  # SQLite's transactions lock it all already
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PASS_LOCK_KEY])
         replicas = [
             Replica.objects.create(
                 job=job, index=i, node=node, card_indices=cards[i] if cards else []
