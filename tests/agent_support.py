@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from jobs.execution.agent.isolation import release
 from jobs.execution.agent.tasks import agent_queues
@@ -148,8 +148,16 @@ def place(
     Allocation bookkeeping is the scheduler's business and not what these tests
     are about; what the agent reads (replicas, card indices, ports, attempt) is
     written exactly as the scheduler writes it.
+
+    A scheduling pass (an agent's beat, a node's capacity signal) may be placing the same
+    fresh job at once; the two deadlock. PostgreSQL aborts the side that detects it, the
+    one with the shorter ``deadlock_timeout``: here that is always the pass, which the next
+    pass repeats, so the test's own placement stands.
     """
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL deadlock_timeout = '30s'")
         replicas = [
             Replica.objects.create(
                 job=job, index=i, node=node, card_indices=cards[i] if cards else []
