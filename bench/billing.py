@@ -189,9 +189,9 @@ def timed(label: str, call, repeat: int) -> None:
 def measure(heavy, typical, repeat: int) -> None:
     from django.test import Client
 
+    from accounting.selectors import month_usage, overview_for, statement_for
     from billing.models import UsageRecord
     from billing.months import Month
-    from billing.selectors import month_usage, overview_for, statement_for
 
     month = Month(2026, 1)
     ledger = UsageRecord.objects.filter(period_start__gte=month.start, period_start__lt=month.end)
@@ -222,8 +222,8 @@ def explain(heavy) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from accounting.selectors import overview_for, statement_for
     from billing.months import Month
-    from billing.selectors import overview_for, statement_for
 
     month = Month(2026, 1)
     for label, call in (
@@ -242,8 +242,8 @@ def explain(heavy) -> None:
 
 def accrual(running: int) -> None:
     """One accrual run over ``running`` attempts that started ten minutes ago, then the next."""
+    from accounting.services import usage_accrue
     from billing.models import Account, UsageRecord
-    from billing.services import usage_accrue
     from jobs.models import Job, Replica, ReplicaAttempt
 
     started = datetime(2026, 6, 1, tzinfo=UTC)

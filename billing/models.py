@@ -19,8 +19,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from core.reasons import Reason, reason_text
 from resources.models import GpuModel
-from trainyard.reasons import Reason, reason_text
 
 from .formatting import GrantFigures, grant_figures
 

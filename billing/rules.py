@@ -6,7 +6,7 @@ service; each returns errors keyed by the request field they concern.
 Free hours are consumed as they are used, never held: a free account may
 run as many free-tier jobs as its quota allows, with or without a max run
 time, while any of its free hours remain. When they run out, the accrual stops
-every free job of the account (``billing/services/grants.py``), and the
+every free job of the account (``accounting/services/grants.py``), and the
 minutes a job needs to stop are recorded, not charged. (The first version
 admitted "safely", as Slurm's ``AccountingStorageEnforce=safe``: a job had to
 fit at its max run time after what the account's other unfinished jobs might

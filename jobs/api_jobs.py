@@ -17,8 +17,8 @@ from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
 
+from core.api_pagination import Pagination
 from resources.schemas import ReplicaResourcesOut, replica_resources_out
-from trainyard.api_pagination import Pagination
 
 from .api_resources import ResourcePartIn
 from .models import Job, JobEvent
@@ -69,7 +69,7 @@ class JobOut(Schema):
     owner: str
     state: str
     # In the request's language (Accept-Language; English without one); scripts match
-    # on the code, which names a message of trainyard/reasons.py, and its parameters.
+    # on the code, which names a message of core/reasons.py, and its parameters.
     state_reason: str
     state_reason_code: str
     state_reason_params: dict

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from django.utils.translation import gettext as _
 
-from trainyard.reasons import reason_text
+from core.reasons import reason_text
 
 from .models import Kind, Notification
 

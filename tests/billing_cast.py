@@ -103,7 +103,7 @@ def ledger_hours() -> dict[tuple, dict[str, Decimal]]:
     """The ledger summed by hour the way ``UsageHour`` keys it, from the rows themselves."""
     from collections import defaultdict
 
-    from billing.services.hours import SUMMED, local_hour
+    from accounting.services.hours import SUMMED, local_hour
 
     sums: dict[tuple, dict[str, Decimal]] = defaultdict(
         lambda: dict.fromkeys((*SUMMED, "ledger_rows"), Decimal(0))
@@ -118,8 +118,8 @@ def ledger_hours() -> dict[tuple, dict[str, Decimal]]:
 
 
 def stored_hours() -> dict[tuple, dict[str, Decimal]]:
+    from accounting.services.hours import SUMMED
     from billing.models import UsageHour
-    from billing.services.hours import SUMMED
 
     return {
         (h.account_id, h.job_id, h.gpu_model_id, h.unit, h.unit_price, h.hour): {

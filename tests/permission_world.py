@@ -16,10 +16,10 @@ from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth.models import Group
 from django.utils import timezone
 
+from accounting.services import usage_accrue
 from accounts.models import ApiToken
 from billing.accounts import account_for_user
 from billing.models import Account, Price, UsageRecord
-from billing.services import usage_accrue
 from jobs.execution.files import attempt_log_path, replica_output_dir
 from jobs.models import Job, PersonalTemplate, Replica, ReplicaAttempt, WorkloadTemplate
 from jobs.services.personal_templates import personal_template_save

@@ -5,10 +5,10 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.services import usage_accrue
+from accounting.services.hours import usage_hours_add
 from billing.accounts import account_for_user
 from billing.models import AttemptAccrual, FreeGrant, UsageRecord
-from billing.services import usage_accrue
-from billing.services.hours import usage_hours_add
 from jobs.models import Job, ReplicaAttempt
 from tests.billing_cast import (
     LATER,
@@ -46,7 +46,7 @@ def v100():
 @pytest.fixture
 def paid_user(admin_user):
     user = UserFactory(username="payer")
-    from billing.services import account_enable_billing
+    from accounting.services import account_enable_billing
 
     account_enable_billing(account=account_for_user(user=user), actor=admin_user)
     return user

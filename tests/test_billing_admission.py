@@ -5,10 +5,10 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.services import account_enable_billing, usage_accrue
 from billing.accounts import account_for_user
 from billing.models import FreeGrant
 from billing.rules import free_room, job_billing_errors
-from billing.services import account_enable_billing, usage_accrue
 from jobs.models import Job
 from tests.billing_cast import LATER, T0, attempt_of, job_on, p4_model, v100_model
 

@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
+from accounting.services import account_enable_billing, usage_accrue
 from accounts.models import ApiToken
 from billing.accounts import account_for_user
-from billing.services import account_enable_billing, usage_accrue
 from tests.billing_cast import (
     LATER,
     T0,

@@ -8,9 +8,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from accounting.services import account_disable_billing, account_enable_billing, usage_accrue
 from billing.accounts import account_for_user
 from billing.models import Account, AccountEvent, FreeGrant, UsageRecord
-from billing.services import account_disable_billing, account_enable_billing, usage_accrue
 from jobs.models import Job
 from tests.billing_cast import (
     attempt_of,

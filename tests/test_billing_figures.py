@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.ticks import nice_ticks, tick_text
 from billing.formatting import grant_figures
-from billing.ticks import nice_ticks, tick_text
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from decimal import Decimal
 
 import pytest
 
+from accounting.services import account_enable_billing, usage_accrue
 from billing.accounts import account_for_user
 from billing.models import AccountEvent, FreeGrant
-from billing.services import account_enable_billing, usage_accrue
 from jobs.models import Job, JobEvent
 from tests.billing_cast import (
     LATER,

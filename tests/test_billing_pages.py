@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from accounting.services import account_enable_billing, usage_accrue
 from billing.accounts import account_for_user
 from billing.models import AccountEvent, FreeGrant
-from billing.services import account_enable_billing, usage_accrue
 from tests.billing_cast import (
     LATER,
     T0,
@@ -236,7 +236,7 @@ def test_staff_see_the_billing_overview_link(client, admin_user, owner):
 
 
 def test_job_lines_are_paged_and_the_totals_stay_whole(owner_client, usage, monkeypatch):
-    monkeypatch.setattr("billing.views.LINES_PER_PAGE", 1)
+    monkeypatch.setattr("accounting.views.LINES_PER_PAGE", 1)
     first = owner_client.get(reverse("billing:mine"), {"month": MARCH}).content.decode()
     second = owner_client.get(reverse("billing:mine"), {"month": MARCH, "page": 2})
     assert "resnet-p4" in first and "calc" not in first

@@ -10,10 +10,10 @@ import psycopg
 import pytest
 from django.db import connection
 
+from accounting.services import account_enable_billing, usage_accrue
+from accounting.tasks import accrue_usage
 from billing.accounts import account_for_user
 from billing.models import UsageRecord
-from billing.services import account_enable_billing, usage_accrue
-from billing.tasks import accrue_usage
 from tests.billing_cast import (
     T0,
     attempt_of,
@@ -70,7 +70,7 @@ def paid_job_of(username: str, admin_user, v100, minutes: int = 10):
 
 
 def accruals_in_log(log, outcome: str) -> int:
-    """Lines of the worker log like ``Task billing.tasks.accrue_usage[<id>] received``."""
+    """Lines of the worker log like ``Task accounting.tasks.accrue_usage[<id>] received``."""
     return len(re.findall(rf"accrue_usage\[[0-9a-f-]+\] {outcome}", log.read_text()))
 
 

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from accounting.services import usage_accrue
 from billing.accounts import account_for_user
 from billing.models import Price, UsageRecord
-from billing.services import usage_accrue
 from jobs.execution.report import attempt_phase_started, attempt_running
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.agent_support import attempt_log, attempts_of, cpu_job, place, wait_for_state

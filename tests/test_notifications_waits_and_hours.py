@@ -7,8 +7,8 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from accounting.services import usage_accrue
 from billing.models import FreeGrant
-from billing.services import usage_accrue
 from jobs.models import Job
 from notifications.models import Kind, Notification, NotificationSettings
 from notifications.services import long_waits_notify

@@ -3,9 +3,9 @@
 import pytest
 from django.utils.translation import override
 
+from core.reasons import reason_text
 from jobs.estimates.panel import estimate_panel
 from tests.factories import GpuModelFactory, UserFactory
-from trainyard.reasons import reason_text
 
 pytestmark = pytest.mark.django_db
 

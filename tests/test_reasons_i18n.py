@@ -154,7 +154,7 @@ def test_the_failure_email_is_in_the_language_chosen_for_email(
 
 
 def test_every_reason_code_renders_in_chinese_without_english_left():
-    from trainyard.reasons import EXAMPLES, MESSAGES, Reason
+    from core.reasons import EXAMPLES, MESSAGES, Reason
 
     assert set(EXAMPLES) == set(MESSAGES)
     with translation.override("zh-hans"):
@@ -164,7 +164,7 @@ def test_every_reason_code_renders_in_chinese_without_english_left():
 
 
 def test_a_row_written_before_codes_reads_as_it_was_stored(owner):
-    from trainyard.reasons import reason_text
+    from core.reasons import reason_text
 
     job = JobFactory(owner=owner, state_reason="Queued long ago")
     with translation.override("zh-hans"):
@@ -187,7 +187,7 @@ def test_the_django_admin_shows_a_jobs_reason_and_events_in_the_readers_language
 def test_parameters_are_stored_as_json_keeps_them():
     from decimal import Decimal
 
-    from trainyard.reasons import Reason
+    from core.reasons import Reason
 
     oom = Reason("oom", {"limit": Decimal("0.25")})
     assert oom.json_params == {"limit": "0.25"}

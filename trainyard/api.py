@@ -14,8 +14,8 @@ from ninja.errors import ValidationError as NinjaValidationError
 from ninja.security import HttpBearer
 from ninja.security.session import SessionAuth
 
+from accounting.api import router as billing_router
 from accounts.models import ApiToken, hash_token
-from billing.api import router as billing_router
 from jobs.api import router as jobs_router
 from jobs.api_jobs import router as job_api_router
 from jobs.api_resources import router as free_api_router

@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "resources",
     "jobs",
     "billing",
+    "accounting",
     "notifications",
     # Project-wide management commands (seed_demo); no models.
     "trainyard",
@@ -113,7 +114,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "django.template.context_processors.tz",
-                "billing.context_processors.free_hours_banner",
+                "accounting.context_processors.free_hours_banner",
                 "notifications.context_processors.unread_notifications",
             ],
             "builtins": ["template_partials.templatetags.partials"],
@@ -214,7 +215,7 @@ CELERY_BEAT_SCHEDULE: dict = {
         "options": {"expires": 60},
     },
     "billing-accrue-usage": {
-        "task": "billing.tasks.accrue_usage",
+        "task": "accounting.tasks.accrue_usage",
         "schedule": timedelta(seconds=60),
         "options": {"expires": 60},
     },

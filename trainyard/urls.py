@@ -26,7 +26,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("jobs/", include("jobs.urls")),
     path("resources/", include("jobs.resource_urls")),
-    path("billing/", include("billing.urls")),
+    path("billing/", include("accounting.urls")),
     path("notifications/", include("notifications.urls")),
     path("api/v1/", api.urls),
     path("healthz", healthz),

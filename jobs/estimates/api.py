@@ -12,9 +12,9 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 
+from core.lookups import row_named
 from jobs.models import WorkloadTemplate
 from resources.models import GpuModel
-from trainyard.lookups import row_named
 
 from .estimate import Estimate
 from .panel import estimate_panel

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
-from trainyard.reasons import Reason
 
 from .executors import executor_for
 

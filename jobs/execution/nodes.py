@@ -13,10 +13,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone, translation
 
+from core.reasons import Reason
 from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
-from trainyard.reasons import Reason
 
 from .report import attempt_ended
 

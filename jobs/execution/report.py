@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
+from core.reasons import Reason
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, ReplicaAttempt
-from trainyard.reasons import Reason
 
 from .settle import job_settle
 

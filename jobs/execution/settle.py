@@ -24,11 +24,11 @@ from __future__ import annotations
 from django.db import transaction
 from django.dispatch import Signal
 
+from core.reasons import Reason
 from jobs.lifecycle.release import job_release
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, ReplicaAttempt
 from jobs.models.job import MAX_RETRIES
-from trainyard.reasons import Reason
 
 Attempt = ReplicaAttempt
 State = ReplicaAttempt.State

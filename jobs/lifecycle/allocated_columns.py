@@ -8,8 +8,8 @@ over-commit (and a negative allocation) whatever the caller computed.
 
 from __future__ import annotations
 
+from core.bulk import lock_rows, update_from_values
 from resources.models import GpuCard, Node
-from trainyard.bulk import lock_rows, update_from_values
 
 NODE_COLUMNS = (
     "gpu_allocated",

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 
-from trainyard.task_names import send_task
+from core.task_names import send_task
 
 # Set while a scheduling pass is queued and has not begun to read: a change that
 # commits meanwhile needs no pass of its own. It expires in case that pass is lost.

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from core.bulk import insert_rows, update_from_values
+from core.reasons import Reason
 from jobs.models import Job, JobEvent
 from jobs.signals import job_state_changed
-from trainyard.bulk import insert_rows, update_from_values
-from trainyard.reasons import Reason
 
 from .event_log import log_job_event
 

@@ -8,8 +8,8 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.utils.translation import gettext_lazy as _
 
+from core.reasons import Reason, reason_text
 from resources.models import MIN_STORAGE_GIB, ReplicaResourceColumns, ResourceKind, Spec
-from trainyard.reasons import Reason, reason_text
 
 MAX_COMMAND_CHARS = 10_000
 MAX_PORTS_PER_JOB = 10

@@ -4,7 +4,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from trainyard.reasons import Reason, reason_text
+from core.reasons import Reason, reason_text
 
 from .job import MAX_PORT, MIN_PORT
 

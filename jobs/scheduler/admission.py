@@ -12,11 +12,11 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime
 
+from core.reasons import Reason
 from jobs.quota_usage import Holding, quota_holdings_for
 from resources.catalog import ModelCatalog
 from resources.quota import charged_vector, quota_limits_for
 from resources.vector import ResourceVector
-from trainyard.reasons import Reason
 
 from .queue import WaitingJob
 from .reasons import first_key, quota_reason

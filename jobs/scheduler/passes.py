@@ -21,10 +21,10 @@ from functools import partial
 from django.db import connection, transaction
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.models import Job
 from resources.catalog import ModelCatalog
 from resources.models import Allocation, CardAllocation, Node
-from trainyard.reasons import Reason
 
 from .admission import Quotas
 from .backfill import Release, Reservation, ends_at, plan_reservation

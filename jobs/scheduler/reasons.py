@@ -3,7 +3,7 @@
 "Waiting for quota: needs 4 V100 cards; your quota is 8 and 6 are in use"
 "Waiting for resources: needs 2 nodes with 8 free V100 cards; 1 has them"
 
-Each is a ``Reason`` (a code of ``trainyard.reasons`` and its parameters), read
+Each is a ``Reason`` (a code of ``core.reasons`` and its parameters), read
 in the language of whoever looks; amounts are formatted here, once.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from core.reasons import Reason
 from resources.models import MIB_PER_GIB, MILLI_PER_CORE
 from resources.vector import CPU, MEMORY
-from trainyard.reasons import Reason
 
 from .cluster import Cluster, NodeState
 from .placement import Shape, fit_on_node

@@ -15,12 +15,12 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.bulk import insert_rows, update_from_values
+from core.reasons import Reason
 from jobs.lifecycle.allocated_columns import add_to_allocated
 from jobs.lifecycle.transitions import REASON_FIELDS, Transition, job_transition_many
 from jobs.models import Job, PortAllocation, Replica
 from resources.models import Allocation, CardAllocation
-from trainyard.bulk import insert_rows, update_from_values
-from trainyard.reasons import Reason
 
 from .cluster import Cluster, ReplicaUse
 from .queue import WaitingJob

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
+from core.lookups import missing_name_message, row_named
 from jobs.models import CodeVersion, Dataset, Image, Job, PretrainedModel, Project, WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS, MAX_RETRIES
 from jobs.selectors import projects_for_user
 from resources.models import Spec
 from resources.request import ResourceRequest
-from trainyard.lookups import missing_name_message, row_named
 
 from .ports import port_errors
 from .resources_input import FieldErrors, as_integer, resources_resolve

@@ -7,9 +7,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from core.reasons import Reason
 from jobs.models import Job, JobEvent, JobPort
 from jobs.models.job import MAX_PORT, MAX_PORTS_PER_JOB, MIN_PORT
-from trainyard.reasons import Reason
 
 
 def port_errors(ports: list) -> list[str]:

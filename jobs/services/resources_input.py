@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from core.lookups import row_named
 from jobs.models import Job
 from resources.models import (
     DEFAULT_STORAGE_GIB,
@@ -42,7 +43,6 @@ from resources.ratios import (
     ratio_vgpu_memory_mib,
 )
 from resources.request import ResourceRequest
-from trainyard.lookups import row_named
 
 # Fields of the resource part; in spec mode their errors belong to the spec.
 RESOURCE_FIELDS = (

@@ -7,11 +7,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.execution.launch import job_stop_attempts
 from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, JobEvent
-from trainyard.reasons import Reason
 
 # Key of a stop event's data naming the user who asked for the stop.
 STOP_REQUESTED_BY = "stop_requested_by"

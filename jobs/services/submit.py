@@ -6,11 +6,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
+from core.reasons import Reason
 from jobs.estimates.expected import expected_seconds
 from jobs.estimates.rules import template_errors
 from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
-from trainyard.reasons import Reason
 
 from .admission import request_admission
 from .job_input import JobInput, job_input_resolve

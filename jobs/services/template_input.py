@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from django.utils.translation import gettext as _
 
+from core.lookups import row_named
 from jobs.models import WorkloadTemplate
 from jobs.models.job import MAX_COMMAND_CHARS
-from trainyard.lookups import row_named
 
 from .resources_input import FieldErrors
 

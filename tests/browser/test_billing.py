@@ -5,8 +5,8 @@ from datetime import timedelta
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from accounting.services import usage_accrue
 from billing.accounts import account_for_user
-from billing.services import usage_accrue
 from jobs.models import Job
 from tests.billing_cast import LATER, T0, attempt_of, job_on, set_price
 from tests.browser.conftest import screenshot

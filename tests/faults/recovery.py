@@ -31,9 +31,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from accounting.services import usage_accrue
 from billing.models import UsageRecord
 from billing.periods import to_second
-from billing.services import usage_accrue
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 from jobs.scheduler.passes import PASS_LOCK_KEY
 from resources.models import Allocation, CardAllocation, Node

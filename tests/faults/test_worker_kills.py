@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from accounting.services import account_enable_billing
+from accounting.tasks import accrue_usage
 from billing.accounts import account_for_user
 from billing.models import AttemptAccrual, UsageRecord
-from billing.services import account_enable_billing
-from billing.tasks import accrue_usage
 from jobs.execution.files import attempt_dir
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from tests.billing_cast import set_price

@@ -14,6 +14,7 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
+from core.reasons import Reason
 from jobs.execution.files import node_root
 from jobs.execution.replica import limits, runner
 from jobs.execution.replica.failure import disk_full_reason
@@ -32,7 +33,6 @@ from jobs.execution.replica.prepare import (
 )
 from jobs.execution.report import attempt_running
 from jobs.models import ReplicaAttempt
-from trainyard.reasons import Reason
 
 from .isolation import Isolation, Refused, isolate, release
 

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from celery import current_app
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
 from jobs.execution.replica.failure import failure_reason, storage_reason
@@ -25,7 +26,6 @@ from jobs.execution.replica.sandbox import isolation_problem
 from jobs.execution.report import attempt_ended, attempt_phase_started
 from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings, node_queue
-from trainyard.reasons import Reason
 
 from .attempt_start import report_started
 from .isolation import refresh_gangs, release, unsafe

@@ -16,13 +16,13 @@ from celery import current_app, shared_task
 from django.conf import settings
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.execution.files import NODE_NAME
 from jobs.execution.nodes import nodes_check_heartbeats
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.report import attempt_ended
 from jobs.models import ReplicaAttempt
 from resources.models import Node, SiteSettings
-from trainyard.reasons import Reason
 
 from .attempt_start import start_attempt as start
 from .poll import poll_node, request_stop

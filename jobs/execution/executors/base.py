@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from trainyard.reasons import Reason
+from core.reasons import Reason
 
 
 class Executor(Protocol):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from core.reasons import Reason
+from core.task_names import send_task
 from jobs.models import ReplicaAttempt
 from resources.models import node_queue
-from trainyard.reasons import Reason
-from trainyard.task_names import send_task
 
 
 class LocalExecutor:

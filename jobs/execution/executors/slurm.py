@@ -7,8 +7,8 @@ that stops a job never waits on a Slurm controller that is slow to answer. The t
 
 from __future__ import annotations
 
-from trainyard.reasons import Reason
-from trainyard.task_names import send_task
+from core.reasons import Reason
+from core.task_names import send_task
 
 
 class SlurmExecutor:

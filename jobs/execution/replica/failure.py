@@ -16,10 +16,10 @@ import re
 import shutil
 from pathlib import Path
 
+from core.reasons import Reason
 from jobs.execution.files import log_tail, replica_output_dir
 from jobs.models import ReplicaAttempt
 from resources.ratios import mib_to_gib
-from trainyard.reasons import Reason
 
 from . import limits
 from .folder import AttemptFolder

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.environment import (
     JobPaths,
     ReplicaPlacement,
@@ -24,7 +25,6 @@ from jobs.environment import (
 from jobs.execution.files import replica_output_dir
 from jobs.execution.report import attempt_ended
 from jobs.models import Job, PortAllocation, ReplicaAttempt
-from trainyard.reasons import Reason
 
 from . import limits, network, sandbox
 from .folder import AttemptFolder

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.reasons import Reason
 from jobs.execution.replica.failure import exited_reason, isolation_refusal, storage_reason
 from jobs.execution.replica.runner import describe
 from jobs.models import ReplicaAttempt
-from trainyard.reasons import Reason
 
 from .cli import SlurmJob
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from core.reasons import Reason
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.replica.limits import process_limit
@@ -39,7 +40,6 @@ from jobs.execution.replica.prepare import (
 from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, ReplicaAttempt
 from resources.models import SiteSettings, SlurmGpuType
-from trainyard.reasons import Reason
 
 from . import cli
 from .scripts import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from trainyard.reasons import Reason
+from core.reasons import Reason
 
 from .inventory import inventory_sync
 from .replica_reports import report_from_files

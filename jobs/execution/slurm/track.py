@@ -30,6 +30,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
+from core.reasons import Reason
+from core.task_names import send_task
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
 from jobs.execution.report import (
@@ -37,8 +39,6 @@ from jobs.execution.report import (
 )
 from jobs.models import Job, ReplicaAttempt
 from resources.models import SiteSettings
-from trainyard.reasons import Reason
-from trainyard.task_names import send_task
 
 from . import cli
 from .outcome import (

@@ -5,13 +5,13 @@ every local node in the database, which is what the demo (``make run``) wants.
 Nodes added later need a restart of the agent.
 """
 
+from celery import current_app as app
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import gettext as _
 
 from jobs.execution.agent.tasks import agent_queues
 from resources.models import Node
-from trainyard.celery import app
 
 
 class Command(BaseCommand):

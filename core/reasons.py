@@ -101,7 +101,7 @@ MESSAGES = {
         "(%(used)s of %(grant)s card-hours)."
     ),
     "ports.changed": _("Ports changed by %(user)s: %(before)s → %(after)s"),
-    # An account's audit lines (billing/services/accounts.py).
+    # An account's audit lines (accounting/services/accounts.py).
     "billing.enabled": _("Billing enabled by %(actor)s"),
     "billing.disabled": _("Billing disabled by %(actor)s"),
     # How a replica ended (jobs/execution/replica/failure.py, the executors).

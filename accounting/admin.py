@@ -6,7 +6,8 @@ from django.template.response import TemplateResponse
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from .models import Account, AccountEvent, FreeGrant, Price, UsageRecord
+from billing.models import Account, AccountEvent, FreeGrant, Price, UsageRecord
+
 from .services import account_disable_billing, account_enable_billing, jobs_needing_billing
 
 

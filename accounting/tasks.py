@@ -2,10 +2,10 @@
 
 from celery import shared_task
 
-from billing.services import usage_accrue
+from accounting.services import usage_accrue
 
 
-@shared_task(name="billing.tasks.accrue_usage", ignore_result=True)
+@shared_task(name="accounting.tasks.accrue_usage", ignore_result=True)
 def accrue_usage() -> int:
     """Accrue running and ended replica attempts into the usage ledger (every minute)."""
 

@@ -6,7 +6,7 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from .models import SECONDS_PER_HOUR, FreeGrant
+from billing.models import SECONDS_PER_HOUR, FreeGrant
 
 WARN_FROM_PERCENT = 80
 

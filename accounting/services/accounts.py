@@ -5,9 +5,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing.models import Account, AccountEvent, FreeGrant, model_is_free_tier
+from core.reasons import Reason
 from jobs.models import Job
 from jobs.services.stop import job_stop
-from trainyard.reasons import Reason
 
 
 def account_enable_billing(*, account: Account, actor: AbstractBaseUser) -> None:

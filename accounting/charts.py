@@ -12,9 +12,10 @@ from decimal import Decimal
 
 from django.utils.translation import gettext as _
 
-from .formatting import hours_text
-from .models import Price
-from .months import Month
+from billing.formatting import hours_text
+from billing.models import Price
+from billing.months import Month
+
 from .selectors import DailyUsage
 from .ticks import nice_ticks, tick_text
 

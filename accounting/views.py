@@ -9,10 +9,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .accounts import account_for_user
+from billing.accounts import account_for_user
+from billing.months import Month
+
 from .charts import daily_charts
 from .exports import statement_csv
-from .months import Month
 from .selectors import Statement, statement_for
 
 LINES_PER_PAGE = 100

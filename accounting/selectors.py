@@ -16,11 +16,10 @@ from decimal import ROUND_HALF_UP, Decimal
 from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
+from billing.models import Account, FreeGrant, Price, UsageHour, hours
+from billing.months import Month, site_zone
 from jobs.models import Job
 from resources.models import GpuModel
-
-from .models import Account, FreeGrant, Price, UsageHour, hours
-from .months import Month, site_zone
 
 SUMS = {
     "unit_seconds": Sum("unit_seconds"),

@@ -16,8 +16,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
+from billing.models import Account
+
 from .exports import overview_csv, statement_csv
-from .models import Account
 from .selectors import (
     DEFAULT_SORT,
     SORTS,

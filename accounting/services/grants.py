@@ -19,9 +19,9 @@ from django.db.models import Q
 from billing.formatting import hours_text
 from billing.models import Account, AccountEvent, FreeGrant
 from billing.signals import free_grant_crossed
+from core.reasons import Reason
 from jobs.models import Job, JobEvent
 from jobs.services.stop import job_stop
-from trainyard.reasons import Reason
 
 WARNING_PERCENTS = (80, 95)
 

@@ -12,9 +12,10 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Schema
 
-from .accounts import account_for_user
-from .models import Price
-from .months import Month
+from billing.accounts import account_for_user
+from billing.models import Price
+from billing.months import Month
+
 from .selectors import statement_for
 
 router = Router(tags=["billing"])
