@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.db import connections
 from django.test import Client
 from playwright.sync_api import Browser, BrowserContext, sync_playwright
+from pytest_django.live_server_helper import LiveServer
+
+from tests.support.browser_network import BrowserNetwork, browser_network
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -27,15 +32,43 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def browser_net() -> Iterator[BrowserNetwork]:
+    """Chromium's own network namespace, for the whole test process (tests/support)."""
+    with browser_network() as network:
+        yield network
+
+
+class LocalhostLiveServer(LiveServer):
+    @property
+    def url(self) -> str:
+        """``localhost``, as Chromium names the server (tests/support/browser_network.py)."""
+        return f"http://localhost:{self.thread.port}"
+
+
+@pytest.fixture(scope="session")
+def live_server(browser_net) -> Iterator[LiveServer]:
+    """pytest-django's live server, on the address Chromium reaches from its namespace."""
+    server = LocalhostLiveServer(browser_net.listen_address)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium_launcher(browser_net) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="trainyard-chromium-"))
+    return browser_net.launcher(folder, CHROMIUM)
+
+
 @pytest.fixture
-def browser() -> Iterator[Browser]:
+def browser(chromium_launcher) -> Iterator[Browser]:
     # Playwright's sync API runs an event loop in this thread; the ORM calls the
     # test makes between page actions are still synchronous and safe.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(
-                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+                executable_path=chromium_launcher, headless=True, args=CHROMIUM_ARGS
             )
             yield chromium
             chromium.close()

@@ -1,0 +1,81 @@
+"""A network namespace of its own for the tests' Chromium, joined to the host by one veth.
+
+Chromium aborts every request in flight with ``net::ERR_NETWORK_CHANGED`` when an
+address or link of its network changes; on the test host, other workers' jobs add and
+remove a veth pair each (seen failing a browser test's page). In a namespace of its own
+Chromium sees only its end of the veth, made once per test process, and reaches the live
+server at the host's end under the name ``localhost`` (a trustworthy origin, as before).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Point-to-point /30 blocks of this range, one per test process (by pid).
+FIRST_OCTETS = (10, 252)
+
+
+@dataclass(frozen=True)
+class BrowserNetwork:
+    namespace: str | None  # None: the host's own network (not root, or no ``ip``)
+    host_address: str  # the host's end of the veth: ``localhost`` to Chromium
+
+    @property
+    def listen_address(self) -> str:
+        """Where the live server listens: the veth for Chromium, loopback for the CLI tests."""
+        return "localhost" if self.namespace is None else "0.0.0.0"
+
+    def launcher(self, folder: Path, chromium: str) -> str:
+        """An executable that starts ``chromium`` in the namespace (Playwright's pipes pass)."""
+        if self.namespace is None:
+            return chromium
+        script = folder / "chromium-in-namespace"
+        # ``localhost`` still names the live server, so pages keep its trustworthy origin.
+        rules = f"--host-resolver-rules=MAP localhost {self.host_address}"
+        script.write_text(
+            f'#!/bin/sh\nexec ip netns exec {self.namespace} {chromium} "{rules}" "$@"\n'
+        )
+        script.chmod(0o755)
+        return str(script)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, text=True)
+
+
+def _addresses(pid: int) -> tuple[str, str]:
+    block = pid % (1 << 14)  # 16,384 blocks of four addresses in 10.252.0.0/16
+    third, fourth = divmod(block * 4, 256)
+    prefix = f"{FIRST_OCTETS[0]}.{FIRST_OCTETS[1]}.{third}"
+    return f"{prefix}.{fourth + 1}", f"{prefix}.{fourth + 2}"
+
+
+@contextlib.contextmanager
+def browser_network() -> Iterator[BrowserNetwork]:
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        yield BrowserNetwork(namespace=None, host_address="localhost")
+        return
+    pid = os.getpid()
+    namespace, host_end, browser_end = f"tybrowser{pid}", f"tybh{pid}", f"tybb{pid}"
+    host_address, browser_address = _addresses(pid)
+    _ip("netns", "add", namespace)
+    try:
+        _ip("link", "add", host_end, "type", "veth", "peer", "name", browser_end)
+        _ip("link", "set", browser_end, "netns", namespace)
+        _ip("addr", "add", f"{host_address}/30", "dev", host_end)
+        _ip("link", "set", host_end, "up")
+        inside = ("netns", "exec", namespace, "ip")
+        _ip(*inside, "addr", "add", f"{browser_address}/30", "dev", browser_end)
+        _ip(*inside, "link", "set", browser_end, "up")
+        _ip(*inside, "link", "set", "lo", "up")
+        yield BrowserNetwork(namespace=namespace, host_address=host_address)
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            _ip("link", "del", host_end)  # takes its peer in the namespace along
+        _ip("netns", "del", namespace)
