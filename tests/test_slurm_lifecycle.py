@@ -2,6 +2,7 @@
 
 import contextlib
 import subprocess
+from datetime import timedelta
 
 import pytest
 
@@ -66,8 +67,14 @@ def test_max_run_time_ends_timed_out_through_slurms_time_limit(slurm):
     assert attempt.state == State.TIMED_OUT
     assert f"Slurm job {attempt.external_id} ended TIMEOUT" in attempt.reason
     assert "Max run time of 1 minute exceeded." in job.state_reason
-    assert slurm.jobs()[attempt.external_id].state == "TIMEOUT"
-    assert 60 <= (attempt.ended_at - attempt.started_at).total_seconds() < 150
+    slurm_job = slurm.jobs()[attempt.external_id]
+    assert slurm_job.state == "TIMEOUT"
+    # Slurm counts the limit from its own start, in whole seconds (59.1 s between the
+    # attempt's sub-second start and Slurm's truncated end once): the limit is Slurm's
+    # figures; the attempt began when its replica did and ended when Slurm's job did.
+    assert 60 <= (slurm_job.end_time - slurm_job.start_time).total_seconds() < 150
+    assert slurm_job.start_time <= attempt.started_at < attempt.ended_at
+    assert abs(attempt.ended_at - slurm_job.end_time) < timedelta(seconds=2)
     assert "[trainyard] Slurm: the max run time ends in about" in attempt_log(attempt)
 
 
