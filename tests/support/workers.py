@@ -81,6 +81,25 @@ SHARED_HOST_FIXTURES = {
 }
 
 
+# The Slurm tests share the cluster as test sessions at once do (a job-name prefix each;
+# tests that stop the controller or change a node hold it alone: tests/slurm_support.py),
+# in this many streams: they mostly wait on Slurm, and one stream was the suite's long pole.
+SLURM_STREAMS = 2
+
+
+def slurm_streams(items: list[pytest.Item]) -> dict[str, str]:
+    """Each Slurm test's stream, by node id. Tests that hold the cluster alone all go to the
+    first: the other stream waits them out wherever they run, so they count once."""
+    streams, shared = {}, 0
+    for item in items:
+        if "slurm_cluster_alone" in getattr(item, "fixturenames", ()):
+            streams[item.nodeid] = "slurm-0"
+        else:
+            streams[item.nodeid] = f"slurm-{shared % SLURM_STREAMS}"
+            shared += 1
+    return streams
+
+
 def shared_host_group(item: pytest.Item) -> str | None:
     if item.nodeid.startswith("tests/browser/"):
         # Chromium, a live server and htmx polls: two at once on 2 cores made a poll's
@@ -116,6 +135,9 @@ def group_shared_host_tests(config: pytest.Config, items: list[pytest.Item]) -> 
     """
     if not getattr(config.option, "loadgroup", False):  # set in xdist's workers
         return
+    groups = {item.nodeid: shared_host_group(item) for item in items}
+    streams = slurm_streams([item for item in items if groups[item.nodeid] == "slurm"])
     for item in items:
-        if (group := shared_host_group(item)) and "@" not in item.nodeid:
+        if (group := groups[item.nodeid]) and "@" not in item.nodeid:
+            group = streams.get(item.nodeid, group)
             item._id = coerce_node_id(f"{item.nodeid}@{group}")
