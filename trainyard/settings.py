@@ -17,6 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from trainyard.beat import beat_schedule
 from trainyard.env import env_bool, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -197,34 +198,6 @@ TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECOND
 TRAINYARD_AGENT_POLL_EXPIRES = max(10.0, 5 * TRAINYARD_AGENT_POLL_SECONDS)
 # The node agent's and the Slurm backend's tasks live outside an app's tasks.py.
 CELERY_IMPORTS = ["jobs.execution.agent.tasks", "jobs.execution.slurm.tasks"]
-# Each entry expires so that missed runs of a periodic task do not pile up.
-CELERY_BEAT_SCHEDULE: dict = {
-    "agent-polls": {
-        "task": "jobs.agent.dispatch_polls",
-        "schedule": timedelta(seconds=TRAINYARD_AGENT_POLL_SECONDS),
-        "options": {"expires": TRAINYARD_AGENT_POLL_EXPIRES},
-    },
-    "scheduler-pass": {
-        "task": "jobs.tasks.schedule_pass",
-        "schedule": timedelta(seconds=5),
-        "options": {"expires": 5},
-    },
-    "free-resources-refresh": {
-        "task": "resources.tasks.refresh_free_resources",
-        "schedule": timedelta(seconds=60),
-        "options": {"expires": 60},
-    },
-    "billing-accrue-usage": {
-        "task": "accounting.tasks.accrue_usage",
-        "schedule": timedelta(seconds=60),
-        "options": {"expires": 60},
-    },
-    "notifications-long-waits": {
-        "task": "notifications.tasks.notify_long_waits",
-        "schedule": timedelta(seconds=60),
-        "options": {"expires": 60},
-    },
-}
 
 # Mail (notifications): printed on the console unless EMAIL_HOST names an SMTP server.
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
@@ -404,19 +377,10 @@ TRAINYARD_SLURM_QUERY_SECONDS = float(os.environ.get("TRAINYARD_SLURM_QUERY_SECO
 TRAINYARD_SLURM_SYNC_SECONDS = float(os.environ.get("TRAINYARD_SLURM_SYNC_SECONDS", "60"))
 # Tracking and the inventory need the Slurm tools this turns on: without it beat sends them
 # nothing (a Slurm node only ever comes from the inventory, or from an admin under it).
-if TRAINYARD_SLURM_ENABLED:
-    CELERY_BEAT_SCHEDULE.update(
-        {
-            "slurm-track": {
-                "task": "jobs.slurm.track",
-                "schedule": timedelta(seconds=TRAINYARD_SLURM_TRACK_SECONDS),
-                # Not shorter than a file broker's delivery; extra passes find the lock taken.
-                "options": {"expires": max(TRAINYARD_SLURM_TRACK_SECONDS, 5)},
-            },
-            "slurm-sync-nodes": {
-                "task": "jobs.slurm.sync_nodes",
-                "schedule": timedelta(seconds=TRAINYARD_SLURM_SYNC_SECONDS),
-                "options": {"expires": TRAINYARD_SLURM_SYNC_SECONDS},
-            },
-        }
-    )
+CELERY_BEAT_SCHEDULE = beat_schedule(
+    agent_poll_seconds=TRAINYARD_AGENT_POLL_SECONDS,
+    agent_poll_expires=TRAINYARD_AGENT_POLL_EXPIRES,
+    slurm=(TRAINYARD_SLURM_TRACK_SECONDS, TRAINYARD_SLURM_SYNC_SECONDS)
+    if TRAINYARD_SLURM_ENABLED
+    else None,
+)
