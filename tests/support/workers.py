@@ -24,6 +24,8 @@ import redis
 from _pytest.nodeid import coerce_node_id
 from django.conf import settings
 
+from tests.support import slurm_seconds as slurm_seconds_table
+
 REDIS_DATABASES = 16
 # The databases of Redis that parallel workers take, after the one the run was given.
 PORTS_PER_WORKER = 2000
@@ -88,16 +90,23 @@ SLURM_STREAMS = 2
 
 
 def slurm_streams(items: list[pytest.Item]) -> dict[str, str]:
-    """Each Slurm test's stream, by node id. Tests that hold the cluster alone all go to the
-    first: the other stream waits them out wherever they run, so they count once."""
-    streams, shared = {}, 0
-    for item in items:
-        if "slurm_cluster_alone" in getattr(item, "fixturenames", ()):
-            streams[item.nodeid] = "slurm-0"
-        else:
-            streams[item.nodeid] = f"slurm-{shared % SLURM_STREAMS}"
-            shared += 1
-    return streams
+    """Each Slurm test's stream, by node id, the streams' seconds balanced (longest first).
+
+    Tests that hold the cluster alone all go to the first stream and count in neither: the
+    other stream waits them out wherever they run.
+    """
+    streams, load = {}, [0.0] * SLURM_STREAMS
+    alone = {item.nodeid for item in items if "slurm_cluster_alone" in item.fixturenames}
+    shared = [item for item in items if item.nodeid not in alone]
+    for item in sorted(shared, key=lambda item: -slurm_seconds(item.nodeid)):
+        stream = load.index(min(load))
+        streams[item.nodeid] = f"slurm-{stream}"
+        load[stream] += slurm_seconds(item.nodeid)
+    return streams | dict.fromkeys(alone, "slurm-0")
+
+
+def slurm_seconds(nodeid: str) -> float:
+    return slurm_seconds_table.SECONDS.get(nodeid, slurm_seconds_table.OTHER_SECONDS)
 
 
 def shared_host_group(item: pytest.Item) -> str | None:
