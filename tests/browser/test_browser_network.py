@@ -7,10 +7,15 @@ Chromium in the host's network aborted a page's requests with ERR_NETWORK_CHANGE
 from __future__ import annotations
 
 import http.server
+import os
+import subprocess
 import threading
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
+
+from tests.support.browser_network import BrowserNetwork
+from tests.support.workers import worker_index
 
 
 class Hello(http.server.BaseHTTPRequestHandler):
@@ -40,3 +45,14 @@ def test_chromium_sees_no_interface_of_the_host_but_reaches_the_live_server(
     page.goto(f"{live_server.url}/accounts/login/")
     assert page.url.startswith("http://localhost:")  # the name keeps the origin trustworthy
     assert page.locator("input[name=password]").count() == 1
+
+
+def test_chromiums_network_is_made_before_the_first_test_and_kept_until_the_last():
+    """Made per test process, a worker's veth left the host at its last test while other
+    workers' job-network tests were probing the host's addresses: one of them, gone, was
+    routed out and answered. The run's first process makes it once, removes it at the end."""
+    network = BrowserNetwork.from_environment()
+    assert network.namespace is not None
+    assert network.namespace.endswith(str(os.getpid() if worker_index() is None else os.getppid()))
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert network.namespace in namespaces
