@@ -19,7 +19,7 @@ from django.test import Client
 from playwright.sync_api import Browser, BrowserContext, sync_playwright
 from pytest_django.live_server_helper import LiveServer
 
-from tests.support.browser_network import BrowserNetwork, browser_network
+from tests.support.browser_network import BrowserNetwork
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -33,10 +33,9 @@ CHROMIUM_ARGS = [
 
 
 @pytest.fixture(scope="session")
-def browser_net() -> Iterator[BrowserNetwork]:
-    """Chromium's own network namespace, for the whole test process (tests/support)."""
-    with browser_network() as network:
-        yield network
+def browser_net() -> BrowserNetwork:
+    """Chromium's own network namespace, made for the whole run (tests/support)."""
+    return BrowserNetwork.from_environment()
 
 
 class LocalhostLiveServer(LiveServer):

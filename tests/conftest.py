@@ -7,13 +7,21 @@ from django.utils import translation
 
 from tests.factories import ProjectFactory, UserFactory
 from tests.support import processes as processes_
+from tests.support.browser_network import (
+    BrowserNetwork,
+    browser_network_make,
+    browser_network_remove,
+)
 from tests.support.waiting import wait_until
 from tests.support.workers import (
     empty_broker,
     give_each_test_its_own_id,
     group_shared_host_tests,
     isolate_this_worker,
+    worker_index,
 )
+
+BROWSER_NETWORK = pytest.StashKey[BrowserNetwork]()
 
 # Workers, agents and beat started by tests log every task: tests wait on those lines.
 os.environ.setdefault("TRAINYARD_VERBOSE", "1")
@@ -36,11 +44,18 @@ def pytest_configure(config: pytest.Config) -> None:
         if not os.environ.get("REDIS_URL"):
             raise pytest.UsageError("CI requires REDIS_URL")
     isolate_this_worker()
+    if worker_index() is None:  # the run's first process: before any worker starts
+        config.stash[BROWSER_NETWORK] = browser_network_make()
     # The tests' users log in with a cheap hash: PBKDF2's million rounds cost 0.2 s of CPU a
     # user, and the suite makes thousands. Production keeps Django's default hashers.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_hashers.cache_clear()
     get_hashers_by_algorithm.cache_clear()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (network := config.stash.get(BROWSER_NETWORK, None)) is not None:
+        browser_network_remove(network)
 
 
 @pytest.hookimpl(trylast=True)

@@ -3,8 +3,12 @@
 Chromium aborts every request in flight with ``net::ERR_NETWORK_CHANGED`` when an
 address or link of its network changes; on the test host, other workers' jobs add and
 remove a veth pair each (seen failing a browser test's page). In a namespace of its own
-Chromium sees only its end of the veth, made once per test process, and reaches the live
-server at the host's end under the name ``localhost`` (a trustworthy origin, as before).
+Chromium sees only its end of the veth and reaches the live server at the host's end
+under the name ``localhost`` (a trustworthy origin, as before).
+
+The run's first process makes the namespace before any test and removes it after the
+last (``tests/conftest.py``); its workers find it in ``ENVIRONMENT``. Made per worker, a
+worker's veth left the host while other workers' job-network tests probed its address.
 """
 
 from __future__ import annotations
@@ -13,18 +17,25 @@ import contextlib
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-# Point-to-point /30 blocks of this range, one per test process (by pid).
+# Point-to-point /30 blocks of this range, one per test run (by the first process's pid).
 FIRST_OCTETS = (10, 252)
+ENVIRONMENT = "TRAINYARD_TEST_BROWSER_NETWORK"  # "<namespace> <host address>"
 
 
 @dataclass(frozen=True)
 class BrowserNetwork:
     namespace: str | None  # None: the host's own network (not root, or no ``ip``)
     host_address: str  # the host's end of the veth: ``localhost`` to Chromium
+
+    @classmethod
+    def from_environment(cls) -> BrowserNetwork:
+        namespace, _, address = os.environ.get(ENVIRONMENT, "").partition(" ")
+        if not namespace:
+            return cls(namespace=None, host_address="localhost")
+        return cls(namespace=namespace, host_address=address)
 
     @property
     def listen_address(self) -> str:
@@ -56,13 +67,12 @@ def _addresses(pid: int) -> tuple[str, str]:
     return f"{prefix}.{fourth + 1}", f"{prefix}.{fourth + 2}"
 
 
-@contextlib.contextmanager
-def browser_network() -> Iterator[BrowserNetwork]:
+def browser_network_make() -> BrowserNetwork:
+    """Make the namespace and its veth, and name them in ``ENVIRONMENT`` for the workers."""
     if os.geteuid() != 0 or shutil.which("ip") is None:
-        yield BrowserNetwork(namespace=None, host_address="localhost")
-        return
+        return BrowserNetwork(namespace=None, host_address="localhost")
     pid = os.getpid()
-    namespace, host_end, browser_end = f"tybrowser{pid}", f"tybh{pid}", f"tybb{pid}"
+    namespace, host_end, browser_end = _names(pid)
     host_address, browser_address = _addresses(pid)
     _ip("netns", "add", namespace)
     try:
@@ -74,8 +84,23 @@ def browser_network() -> Iterator[BrowserNetwork]:
         _ip(*inside, "addr", "add", f"{browser_address}/30", "dev", browser_end)
         _ip(*inside, "link", "set", browser_end, "up")
         _ip(*inside, "link", "set", "lo", "up")
-        yield BrowserNetwork(namespace=namespace, host_address=host_address)
-    finally:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            _ip("link", "del", host_end)  # takes its peer in the namespace along
-        _ip("netns", "del", namespace)
+    except subprocess.CalledProcessError:
+        browser_network_remove(BrowserNetwork(namespace=namespace, host_address=host_address))
+        raise
+    os.environ[ENVIRONMENT] = f"{namespace} {host_address}"
+    return BrowserNetwork(namespace=namespace, host_address=host_address)
+
+
+def browser_network_remove(network: BrowserNetwork) -> None:
+    if network.namespace is None:
+        return
+    _, host_end, _ = _names(int(network.namespace.removeprefix("tybrowser")))
+    with contextlib.suppress(subprocess.CalledProcessError):
+        _ip("link", "del", host_end)  # takes its peer in the namespace along
+    with contextlib.suppress(subprocess.CalledProcessError):
+        _ip("netns", "del", network.namespace)
+    os.environ.pop(ENVIRONMENT, None)
+
+
+def _names(pid: int) -> tuple[str, str, str]:
+    return f"tybrowser{pid}", f"tybh{pid}", f"tybb{pid}"
