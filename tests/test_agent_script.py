@@ -1,6 +1,8 @@
 """The startup command: one command per line, run from /, the first failing line fails."""
 
 import subprocess
+import sys
+from pathlib import Path
 
 from jobs.execution.replica.script import command_groups, command_script
 
@@ -89,3 +91,20 @@ def test_a_command_that_parses_as_a_whole_keeps_its_constructs(monkeypatch, tmp_
     result = run(command, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == "after"
+
+
+def test_a_line_of_many_variables_and_a_redirect_is_grouped_at_once():
+    """A user's line of ``$VARIABLES`` and one ``>`` made the plain-words check backtrack
+    2^n ways before it failed: 6 variables took 20 s, 40 would hold the agent's start of the
+    replica for ever. Run apart, so that a hang fails here instead of hanging the suite."""
+    line = "echo " + " ".join(f"$VAR_{i}" for i in range(40)) + " > $TRAINYARD_DATA_OUT/x"
+    code = f"from jobs.execution.replica.script import command_groups as g; print(g({line!r}))"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,  # microseconds once linear; 2^40 steps never end
+        check=True,
+    )
+    assert result.stdout.strip() == repr([(1, line)])
