@@ -27,7 +27,9 @@ CHECK_BUDGET_BASE = 64 * 1024
 # What can complete an open construct: closing keywords, brackets and quotes.
 CLOSERS = re.compile(r"\b(?:fi|done|esac)\b|[)}\]'\"`]")
 # Words, paths, options and $NAME only: no quote, bracket, operator or keyword can be open.
-PLAIN_WORDS = re.compile(r"(?:[\w./=:,@%+-]|[ \t]|\$\w+)*")
+# Each character is read by exactly one branch (a ``$`` only before a word character): with
+# ``\$\w+`` beside ``\w`` a line of n variables and one ``>`` backtracked 2^n ways.
+PLAIN_WORDS = re.compile(r"(?:[\w./=:,@%+ \t-]|\$(?=\w))*")
 KEYWORDS = {
     "if",
     "then",
