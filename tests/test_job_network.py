@@ -72,9 +72,15 @@ def host_listener():
 
 
 def probe_connects(targets: list[tuple[str, int]]) -> str:
-    return "".join(
-        f"probe {CONNECT} {host} {port} >> $TRAINYARD_DATA_OUT/probes\n" for host, port in targets
+    """Every connect at once (a dropped one waits out its 3 s), the outcomes in order.
+
+    ``wait`` names the probes: a bare one waits for the job script's own log writer too."""
+    probes = "".join(
+        f'probe {CONNECT} {host} {port} > $TRAINYARD_DATA_OUT/probe-{index} & pids="$pids $!"\n'
+        for index, (host, port) in enumerate(targets)
     )
+    files = " ".join(f"$TRAINYARD_DATA_OUT/probe-{index}" for index in range(len(targets)))
+    return f"{probes}wait $pids\ncat {files} >> $TRAINYARD_DATA_OUT/probes\n"
 
 
 def connect_words(targets: list[tuple[str, int]]) -> list[str]:

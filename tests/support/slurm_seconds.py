@@ -11,8 +11,8 @@ OTHER_SECONDS = 2.0
 SECONDS = {
     "tests/test_slurm_lifecycle.py::test_max_run_time_ends_timed_out_through_slurms_time_limit": 65.0,
     "tests/faults/test_slurm_outage.py::test_jobs_outlive_a_controller_outage_each_run_once_and_billed_once": 39.8,
-    "tests/test_job_network.py::test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address[slurm]": 37.8,
-    "tests/test_job_network.py::test_a_job_reaches_another_job_only_at_its_published_ports[slurm]": 34.6,
+    "tests/test_job_network.py::test_job_reaches_no_service_of_the_host_or_the_platform_on_any_address[slurm]": 9.0,
+    "tests/test_job_network.py::test_a_job_reaches_another_job_only_at_its_published_ports[slurm]": 9.0,
     "tests/test_slurm_lifecycle.py::test_job_outlives_a_controller_outage_and_ends_right": 31.4,
     "tests/test_job_storage.py::test_writing_past_the_storage_limit_ends_the_job_with_that_reason[slurm]": 23.4,
     "tests/test_job_storage.py::test_output_and_tmp_count_together[slurm]": 18.1,
