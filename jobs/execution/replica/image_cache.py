@@ -1,0 +1,206 @@
+"""A node's cache of unpacked OCI images, keyed by manifest digest and shared by its jobs.
+
+An image is asked for by its manifest digest in an OCI image layout (a folder
+with ``index.json`` and ``blobs/``). The first start that needs it unpacks it
+once, with ``umoci``, under the digest's lock; jobs starting together wait for
+that one unpack and share it. The manifest is checked against its digest before
+anything is read, and umoci checks every blob it reads against its own; a
+missing or corrupt image is an ``ImageError`` whose text is the attempt's reason.
+
+Each entry is made in a private folder and renamed into place, so a reader
+never sees half an image. A lease per attempt marks an entry in use; eviction
+removes the least recently used entries past the size limit and never one with
+a lease. Everything in the cache is root's and read-only to others: jobs see an
+image only through a read-only bind of its root filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+UNPACK_TIMEOUT_SECONDS = 1800
+UNPACKS_LOG = "unpacks.log"  # a line per unpack: the digest (what tests and reports count)
+
+
+class ImageError(Exception):
+    """An image that cannot be used; the message says why, for the attempt's reason."""
+
+
+@dataclass(frozen=True)
+class CachedImage:
+    digest: str
+    rootfs: Path
+    env: list[str]  # the image's ``Env``, ``NAME=value`` each
+    size_bytes: int
+
+
+def image_prepare(*, cache_root: Path, layout: Path, digest: str, lease: str) -> CachedImage:
+    """The image ``digest`` of ``layout``, unpacked once into the cache, leased to ``lease``."""
+    if not DIGEST.fullmatch(digest):
+        raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
+    entry = _entry(cache_root, digest)
+    with _digest_lock(cache_root, digest):
+        if not (entry / "image.json").exists():
+            _unpack(cache_root, layout, digest, entry)
+        (entry / "leases").mkdir(exist_ok=True)
+        (entry / "leases" / _lease_name(lease)).touch()
+        os.utime(entry / "image.json")  # last used: what eviction orders by
+    return _cached(entry, digest)
+
+
+def image_release(*, cache_root: Path, digest: str, lease: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (_entry(cache_root, digest) / "leases" / _lease_name(lease)).unlink()
+
+
+def images_evict(*, cache_root: Path, limit_bytes: int) -> list[str]:
+    """Remove the least recently used images until the cache fits; never one in use."""
+    entries = []
+    for entry in cache_root.glob("sha256-*"):
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            meta = json.loads((entry / "image.json").read_text())
+            entries.append(((entry / "image.json").stat().st_mtime, meta, entry))
+    total = sum(meta["size_bytes"] for _used, meta, _entry in entries)
+    evicted = []
+    for _used, meta, entry in sorted(entries, key=lambda item: item[0]):
+        if total <= limit_bytes:
+            break
+        with _digest_lock(cache_root, meta["digest"]):
+            if any((entry / "leases").iterdir()):
+                continue  # in use: a job's root
+            shutil.rmtree(entry)
+        total -= meta["size_bytes"]
+        evicted.append(meta["digest"])
+    return evicted
+
+
+def unpack_count(cache_root: Path, digest: str) -> int:
+    """How many times ``digest`` was unpacked into this cache."""
+    log = cache_root / UNPACKS_LOG
+    return log.read_text().split().count(digest) if log.exists() else 0
+
+
+def _entry(cache_root: Path, digest: str) -> Path:
+    return cache_root / digest.replace(":", "-")
+
+
+def _lease_name(lease: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,100}", lease) or lease.startswith("."):
+        raise ValueError(f"bad lease name {lease!r}")
+    return lease
+
+
+@contextlib.contextmanager
+def _digest_lock(cache_root: Path, digest: str) -> Iterator[None]:
+    locks = cache_root / ".locks"
+    locks.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with (locks / digest.replace(":", "-")).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
+    manifest_bytes = _verified_blob(layout, digest, what="manifest")
+    manifest = _json(manifest_bytes, f"image manifest {digest}")
+    config_digest = (manifest.get("config") or {}).get("digest", "")
+    config = _json(_verified_blob(layout, config_digest, what="config"), "image config")
+    work = Path(tempfile.mkdtemp(prefix=".unpack-", dir=cache_root))
+    try:
+        # The one manifest under a tag umoci can name; the blobs are the layout's own.
+        view = work / "layout"
+        view.mkdir()
+        (view / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
+        descriptor = {
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": digest,
+            "size": len(manifest_bytes),
+            "annotations": {"org.opencontainers.image.ref.name": "trainyard"},
+        }
+        (view / "index.json").write_text(
+            json.dumps({"schemaVersion": 2, "manifests": [descriptor]})
+        )
+        (view / "blobs").symlink_to((layout / "blobs").resolve())
+        _umoci("raw", "unpack", "--image", f"{view}:trainyard", str(work / "rootfs"))
+        shutil.rmtree(view)
+        size = _folder_bytes(work / "rootfs")
+        env = list(config.get("config", {}).get("Env") or [])
+        meta = {"digest": digest, "size_bytes": size, "env": env}
+        (work / "image.json").write_text(json.dumps(meta))
+        os.chmod(work, 0o755)
+        os.rename(work, entry)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    with (cache_root / UNPACKS_LOG).open("a") as log:
+        log.write(f"{digest}\n")
+
+
+def _json(data: bytes, what: str) -> dict:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ImageError(f"{what} is not a JSON object: the image is corrupt")
+    return value
+
+
+def _verified_blob(layout: Path, digest: str, *, what: str) -> bytes:
+    if not DIGEST.fullmatch(str(digest)):
+        raise ImageError(f"the image's {what} names no sha256 digest")
+    path = layout / "blobs" / "sha256" / digest.split(":")[1]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise ImageError(f"image {digest} has no {what} in {layout}") from None
+    if f"sha256:{hashlib.sha256(data).hexdigest()}" != digest:
+        raise ImageError(f"image {what} {digest} does not match its digest: the image is corrupt")
+    return data
+
+
+def _umoci(*args: str) -> None:
+    try:
+        subprocess.run(
+            ["umoci", *args],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=UNPACK_TIMEOUT_SECONDS,
+        )
+    except FileNotFoundError:
+        raise ImageError(
+            "umoci is not installed on this node (Debian: apt-get install umoci)"
+        ) from None
+    except subprocess.CalledProcessError as error:
+        last = (error.stderr or "").strip().splitlines()[-1:] or ["no message"]
+        raise ImageError(f"the image cannot be unpacked: {last[0][:300]}") from None
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"unpacking the image took over {UNPACK_TIMEOUT_SECONDS} s") from None
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def _cached(entry: Path, digest: str) -> CachedImage:
+    meta = json.loads((entry / "image.json").read_text())
+    return CachedImage(
+        digest=digest, rootfs=entry / "rootfs", env=meta["env"], size_bytes=meta["size_bytes"]
+    )
