@@ -105,6 +105,10 @@ class Agent:
             with contextlib.suppress(ProcessLookupError, ValueError, KeyError):
                 os.killpg(json.loads(current.read_text())["pgid"], signal.SIGKILL)
         for spec in self.node_root.glob("*/attempts/*/spec.json"):
+            if (spec.parent / "exit.json").exists():
+                # Its runner released it. The names it held are free: another test worker
+                # (a database of its own, so the same attempt ids) may hold them now.
+                continue
             with contextlib.suppress(ValueError, KeyError, OSError):
                 data = json.loads(spec.read_text())
                 if cgroup := data["cgroup"]:
@@ -149,8 +153,9 @@ def place(
     are about; what the agent reads (replicas, card indices, ports, attempt) is
     written exactly as the scheduler writes it.
 
-    A scheduling pass (an agent's beat, a node's capacity signal) may be placing the same
-    fresh job at once; the two deadlock. PostgreSQL aborts the side that detects it, the
+    A scheduling pass (an agent's beat, a node's capacity signal) may have placed the fresh
+    job already: that placement stands (the job row, locked here, says so). One may be
+    placing it at once; the two deadlock. PostgreSQL aborts the side that detects it, the
     one with the shorter ``deadlock_timeout``: here that is always the pass, which the next
     pass repeats, so the test's own placement stands.
     """
@@ -158,6 +163,10 @@ def place(
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL deadlock_timeout = '30s'")
+        state = Job.objects.select_for_update().values_list("state", flat=True).get(pk=job.pk)
+        if state not in Job.WAITING_STATES:
+            # A pass placed it before this could (and launches it): that placement stands.
+            return _as_placed(Job.objects.get(pk=job.pk))
         replicas = [
             Replica.objects.create(
                 job=job, index=i, node=node, card_indices=cards[i] if cards else []
@@ -180,6 +189,14 @@ def place(
         job_id = job.pk
         if launch:
             transaction.on_commit(lambda: job_launch(job_id))
+    return job
+
+
+def _as_placed(job: Job) -> Job:
+    job.placed_ports = {
+        (allocation.replica.index, allocation.job_port): allocation.host_port
+        for allocation in PortAllocation.objects.filter(replica__job=job).select_related("replica")
+    }
     return job
 
 
