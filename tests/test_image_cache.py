@@ -5,6 +5,7 @@ The images are built here with umoci in milliseconds: a file and an ``Env`` each
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -165,3 +166,35 @@ def test_a_lease_name_cannot_walk_out_of_the_cache(tmp_path, images):
     layout, a, _b = images
     with pytest.raises(ValueError, match="bad lease name"):
         image_prepare(cache_root=tmp_path / "cache", layout=layout, digest=a, lease="../../x")
+
+
+def put_blob(layout: Path, data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    (layout / "blobs/sha256" / digest).write_bytes(data)
+    return f"sha256:{digest}"
+
+
+@pytest.mark.parametrize(
+    ("manifest", "config", "reason"),
+    [
+        ({"config": "sha256:0"}, None, "the image's manifest names no config"),
+        ({"config": {"digest": "CONFIG"}}, {"config": ["Env"]}, "the image's config is not"),
+        ({"config": {"digest": "CONFIG"}}, {"config": {"Env": [1]}}, "the image's config is not"),
+    ],
+)
+def test_a_manifest_or_config_of_the_wrong_shape_says_so(
+    tmp_path, images, manifest, config, reason
+):
+    layout, _a, _b = images
+    if config is not None:
+        manifest["config"]["digest"] = put_blob(layout, json.dumps(config).encode())
+    digest = put_blob(layout, json.dumps(manifest).encode())
+    with pytest.raises(ImageError, match=reason):
+        image_prepare(cache_root=tmp_path / "cache", layout=layout, digest=digest, lease="x")
+
+
+def test_a_manifest_too_large_to_be_one_is_refused_unread(tmp_path, images):
+    layout, _a, _b = images
+    digest = put_blob(layout, b" " * (5 * 1024 * 1024) + b"{}")
+    with pytest.raises(ImageError, match="larger than a manifest may be"):
+        image_prepare(cache_root=tmp_path / "cache", layout=layout, digest=digest, lease="x")
