@@ -31,6 +31,9 @@ from pathlib import Path
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 UNPACK_TIMEOUT_SECONDS = 1800
+# A manifest or config is read whole: past this it is no image's (registries refuse a manifest
+# over 4 MiB).
+MAX_JSON_BLOB_BYTES = 4 * 1024 * 1024
 UNPACKS_LOG = "unpacks.log"  # a line per unpack: the digest (what tests and reports count)
 
 
@@ -114,8 +117,11 @@ def _digest_lock(cache_root: Path, digest: str) -> Iterator[None]:
 def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
     manifest_bytes = _verified_blob(layout, digest, what="manifest")
     manifest = _json(manifest_bytes, f"image manifest {digest}")
-    config_digest = (manifest.get("config") or {}).get("digest", "")
-    config = _json(_verified_blob(layout, config_digest, what="config"), "image config")
+    descriptor = manifest.get("config")
+    if not isinstance(descriptor, dict) or not DIGEST.fullmatch(str(descriptor.get("digest"))):
+        raise ImageError("the image's manifest names no config: the image is corrupt")
+    config = _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
+    env = _image_env(config)
     work = Path(tempfile.mkdtemp(prefix=".unpack-", dir=cache_root))
     try:
         # The one manifest under a tag umoci can name; the blobs are the layout's own.
@@ -135,7 +141,6 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
         _umoci("raw", "unpack", "--image", f"{view}:trainyard", str(work / "rootfs"))
         shutil.rmtree(view)
         size = _folder_bytes(work / "rootfs")
-        env = list(config.get("config", {}).get("Env") or [])
         meta = {"digest": digest, "size_bytes": size, "env": env}
         (work / "image.json").write_text(json.dumps(meta))
         os.chmod(work, 0o755)
@@ -145,6 +150,15 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
         raise
     with (cache_root / UNPACKS_LOG).open("a") as log:
         log.write(f"{digest}\n")
+
+
+def _image_env(config: dict) -> list[str]:
+    """The config's ``Env`` (``NAME=value`` strings), checked before umoci reads the image."""
+    runtime = config.get("config") or {}
+    env = runtime.get("Env") or [] if isinstance(runtime, dict) else None
+    if not isinstance(env, list) or not all(isinstance(item, str) for item in env):
+        raise ImageError("the image's config is not an OCI image config (its Env is no list)")
+    return env
 
 
 def _json(data: bytes, what: str) -> dict:
@@ -162,6 +176,8 @@ def _verified_blob(layout: Path, digest: str, *, what: str) -> bytes:
         raise ImageError(f"the image's {what} names no sha256 digest")
     path = layout / "blobs" / "sha256" / digest.split(":")[1]
     try:
+        if path.stat().st_size > MAX_JSON_BLOB_BYTES:
+            raise ImageError(f"image {what} {digest} is larger than a {what} may be")
         data = path.read_bytes()
     except OSError:
         raise ImageError(f"image {digest} has no {what} in {layout}") from None
