@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -54,9 +52,8 @@ def live_server(browser_net) -> Iterator[LiveServer]:
 
 
 @pytest.fixture(scope="session")
-def chromium_launcher(browser_net) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="trainyard-chromium-"))
-    return browser_net.launcher(folder, CHROMIUM)
+def chromium_launcher(browser_net, tmp_path_factory) -> str:
+    return browser_net.launcher(tmp_path_factory.mktemp("chromium"), CHROMIUM)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -49,9 +50,8 @@ class BrowserNetwork:
         script = folder / "chromium-in-namespace"
         # ``localhost`` still names the live server, so pages keep its trustworthy origin.
         rules = f"--host-resolver-rules=MAP localhost {self.host_address}"
-        script.write_text(
-            f'#!/bin/sh\nexec ip netns exec {self.namespace} {chromium} "{rules}" "$@"\n'
-        )
+        argv = shlex.join(["ip", "netns", "exec", self.namespace, chromium, rules])
+        script.write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
         script.chmod(0o755)
         return str(script)
 

@@ -98,10 +98,11 @@ def slurm_streams(items: list[pytest.Item]) -> dict[str, str]:
     streams, load = {}, [0.0] * SLURM_STREAMS
     alone = {item.nodeid for item in items if "slurm_cluster_alone" in item.fixturenames}
     shared = [item for item in items if item.nodeid not in alone]
-    for item in sorted(shared, key=lambda item: -slurm_seconds(item.nodeid)):
+    seconds = {item.nodeid: slurm_seconds(item.nodeid) for item in shared}
+    for nodeid in sorted(seconds, key=lambda nodeid: -seconds[nodeid]):
         stream = load.index(min(load))
-        streams[item.nodeid] = f"slurm-{stream}"
-        load[stream] += slurm_seconds(item.nodeid)
+        streams[nodeid] = f"slurm-{stream}"
+        load[stream] += seconds[nodeid]
     return streams | dict.fromkeys(alone, "slurm-0")
 
 
