@@ -10,6 +10,8 @@ import pytest
 from jobs.models import Job, Replica
 from jobs.scheduler import run_pass
 from tests.agent_support import Agent, cpu_job, make_node, place
+from tests.factories import ReplicaAttemptFactory
+from tests.support.workers import ATTEMPT_IDS_PER_PROCESS, worker_index
 
 
 @pytest.mark.django_db(transaction=True)
@@ -47,3 +49,13 @@ def test_killing_a_tests_replicas_leaves_a_finished_attempts_network_name_alone(
         assert (Path("/run/netns") / namespace).exists()
     finally:
         subprocess.run(["ip", "netns", "delete", namespace], check=False)
+
+
+@pytest.mark.django_db
+def test_each_test_process_numbers_its_attempts_in_a_range_of_its_own():
+    """An attempt id names host-wide things (its network namespace ``ty-<slot>-a<id>``). Test
+    processes have databases of their own: with ids from 1 in each, one process's cleanup
+    of its attempt 32 deleted another's live ``ty-32-a32`` (seen twice in the suite)."""
+    attempt = ReplicaAttemptFactory()
+    first = ((worker_index() or 0) + 1) * ATTEMPT_IDS_PER_PROCESS
+    assert first <= attempt.pk < first + ATTEMPT_IDS_PER_PROCESS

@@ -27,6 +27,7 @@ from django.conf import settings
 from tests.support import slurm_seconds as slurm_seconds_table
 
 REDIS_DATABASES = 16
+ATTEMPT_IDS_PER_PROCESS = 10_000_000
 # The databases of Redis that parallel workers take, after the one the run was given.
 PORTS_PER_WORKER = 2000
 
