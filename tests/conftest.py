@@ -3,6 +3,7 @@ import os
 import pytest
 from django.conf import settings
 from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
+from django.db import connection
 from django.utils import translation
 
 from tests.factories import ProjectFactory, UserFactory
@@ -18,6 +19,7 @@ from tests.support.workers import (
     give_each_test_its_own_id,
     group_shared_host_tests,
     isolate_this_worker,
+    number_attempts_apart,
     worker_index,
 )
 
@@ -51,6 +53,13 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     get_hashers.cache_clear()
     get_hashers_by_algorithm.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, its replica attempts numbered apart (tests/support)."""
+    with django_db_blocker.unblock():
+        number_attempts_apart(connection)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

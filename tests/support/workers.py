@@ -27,6 +27,8 @@ from django.conf import settings
 from tests.support import slurm_seconds as slurm_seconds_table
 
 REDIS_DATABASES = 16
+# Replica attempt ids name host-wide things (a replica's network namespace, ty-<slot>-a<id>):
+# each test process's database numbers them from its own multiple of this.
 ATTEMPT_IDS_PER_PROCESS = 10_000_000
 # The databases of Redis that parallel workers take, after the one the run was given.
 PORTS_PER_WORKER = 2000
@@ -69,6 +71,23 @@ def isolate_this_worker() -> None:
     from trainyard.celery import app
 
     app.conf.broker_url = url
+
+
+def number_attempts_apart(connection) -> None:
+    """Start this process's replica attempt ids in a range no other test process uses.
+
+    One database numbers them uniquely, as in production; test processes each have their
+    own, and a cleanup of one's attempt 32 deleted another's live namespace of that name.
+    Flushes between tests keep the sequence (pytest-django resets none).
+    """
+    if connection.vendor != "postgresql":
+        return  # SQLite: one process, one database
+    first = ((worker_index() or 0) + 1) * ATTEMPT_IDS_PER_PROCESS
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setval(pg_get_serial_sequence('jobs_replicaattempt', 'id'), %s, false)",
+            [first],
+        )
 
 
 def host_port_offset() -> int:
