@@ -15,8 +15,9 @@ V ?=
 
 # What jobs run in: bubblewrap, and each replica's own network (iproute2, nftables). As root
 # `make run` and `make test` install the Debian packages and this host's job network; anyone
-# else gets a message, and the agent starts no job until an admin has done it.
-SANDBOX_PACKAGES := bubblewrap nftables iproute2 util-linux
+# else gets a message, and the agent starts no job until an admin has done it. Images: umoci
+# (the node unpacks them), skopeo (the store), mmdebstrap and buildah (the demo's, Containerfiles).
+SANDBOX_PACKAGES := bubblewrap nftables iproute2 util-linux umoci skopeo mmdebstrap buildah
 sandbox: $(RUN_STAMP)
 	@if [ "$$(id -u)" = 0 ]; then \
 	  missing=$$(for p in $(SANDBOX_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

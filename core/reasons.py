@@ -155,6 +155,13 @@ MESSAGES = {
     "no_record": _("Node %(node)s's agent has no record of this replica."),
     "prepare_failed": _("Could not prepare the replica on node %(node)s: %(error)s."),
     "network_failed": _("Could not make the replica's network on node %(node)s: %(error)s."),
+    # A job's image on its node (jobs/execution/replica/image_root.py).
+    "image.preparing": _("Preparing image %(image)s (%(done)s of %(total)s MB)"),
+    "image.broken": _(
+        "Image %(image)s cannot be used: %(error)s. Trying again cannot help, so the job "
+        "failed without using its retries; an admin must repair or replace the image."
+    ),
+    "image.node": _("Node %(node)s could not prepare image %(image)s: %(error)s."),
     "isolation": _(
         "Node %(node)s cannot isolate jobs: %(problem)s. An admin installs bubblewrap "
         "and nftables and runs `manage.py job_network install` as root (make run does)."
@@ -334,6 +341,9 @@ EXAMPLES = {
     "no_record": {"node": "p4-03"},
     "prepare_failed": {"node": "p4-03", "error": "—"},
     "network_failed": {"node": "p4-03", "error": "—"},
+    "image.preparing": {"image": "CUDA12", "done": 12, "total": 52},
+    "image.broken": {"image": "CUDA12", "error": "—"},
+    "image.node": {"node": "p4-03", "image": "CUDA12", "error": "—"},
     "isolation": {"node": "p4-03", "problem": "—"},
     "slurm.queued": {"id": 42, "reason": "—"},
     "slurm.ended": {"id": 42, "state": "FAILED", "detail": {"code": "exited", "params": _EXITED}},

@@ -38,8 +38,16 @@ class CodeVersionInline(admin.TabularInline):
 
 
 class ImageInline(admin.TabularInline):
+    """A project's images; each is added and shown on its own page (``image_admin.py``)."""
+
     model = Image
     extra = 0
+    fields = ["name", "is_default", "source", "state", "digest"]
+    readonly_fields = ["source", "state", "digest"]
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Project)
@@ -182,3 +190,6 @@ class WorkloadTemplateAdmin(admin.ModelAdmin):
     search_fields = ["name", "network"]
     filter_horizontal = ["forbidden_gpu_models"]
     inlines = [EstimatePointInline]
+
+
+from . import image_admin  # noqa: F401, E402  (registers ImageAdmin)

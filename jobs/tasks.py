@@ -3,6 +3,7 @@
 from celery import shared_task
 
 from jobs.execution.launch import launch_each, lost_launches_retry
+from jobs.images import add as images
 from jobs.lifecycle.pass_requests import pass_begins
 from jobs.scheduler import run_pass
 
@@ -14,3 +15,9 @@ def schedule_pass() -> None:
     pass_begins()
     run_pass(launch=launch_each)
     lost_launches_retry()
+
+
+@shared_task(name="jobs.tasks.image_add", ignore_result=True)
+def image_add(image_id: int) -> None:
+    """Bring an admin's new image into the site's store and record what it holds (minutes)."""
+    images.image_add(image_id)

@@ -34,6 +34,7 @@ pytest_plugins = [
     "tests.slurm_support",
     "tests.browser_support",
     "tests.executor_sites",
+    "tests.support.tiny_images",
 ]
 
 

@@ -328,6 +328,14 @@ LOGGING = {
 TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "nodes"))
 # Where project data (code versions, datasets, pretrained models) lives on disk.
 TRAINYARD_DATA_ROOT = Path(os.environ.get("TRAINYARD_DATA_ROOT", VAR_DIR / "data"))
+# The site's image store, an OCI image layout every node reads (shared storage in production,
+# as the data root); each node unpacks what its jobs use into its own cache, kept under a size
+# (GiB) by evicting the least recently used image not in use. Jobs with no image, or on an
+# image naming the node's own system, run on the host's root only where HOST_SYSTEM_JOBS is on.
+TRAINYARD_IMAGE_STORE = Path(os.environ.get("TRAINYARD_IMAGE_STORE", VAR_DIR / "images"))
+TRAINYARD_IMAGE_CACHE = Path(os.environ.get("TRAINYARD_IMAGE_CACHE", VAR_DIR / "image-cache"))
+TRAINYARD_IMAGE_CACHE_GIB = float(os.environ.get("TRAINYARD_IMAGE_CACHE_GIB", "50"))
+TRAINYARD_HOST_SYSTEM_JOBS = env_bool("TRAINYARD_HOST_SYSTEM_JOBS", True)
 # Currency of every price and charge.
 TRAINYARD_CURRENCY = os.environ.get("TRAINYARD_CURRENCY", "CNY")
 # Length of one usage-ledger period (s); the accrual writes one row per attempt and period.

@@ -6,6 +6,8 @@
   with ``attempt + 1`` (all replicas together, so distributed jobs get a fresh
   rendezvous) while failures ≤ ``max_retries``; then failed, with the exit code
   and the last log lines in the reason.
+- Its image cannot be used: failed at once, its retries untouched (every try would
+  use the same image).
 - A replica was lost to the platform (its node went down): the job goes back
   to resource wait, its resources are released, and the scheduler places it
   again (with ``attempt + 1``). Platform faults are not the user's failures and
@@ -79,6 +81,9 @@ def _decide(*, job: Job, attempts: list[ReplicaAttempt]) -> None:
 
 
 def _retry_or_fail(*, job: Job, failed: ReplicaAttempt) -> None:
+    if failed.reason_value.code == "image.broken":
+        _finish(job, Job.State.FAILED, failed.reason_value)  # the same image on every try
+        return
     failures = _tries_with(job, platform_fault=False)
     what = {
         "index": failed.replica.index,

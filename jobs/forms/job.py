@@ -110,8 +110,8 @@ class JobForm(JobFields):
         fields["code_version"].choices = [("", "—")] + [
             (c.name, c.name) for c in _all(project, "code_versions")
         ]
-        fields["image"].choices = [("", _("No image"))] + [
-            (i.name, i.name) for i in _all(project, "images")
+        fields["image"].choices = [("", _("No image (the node's own system)"))] + [
+            (i.name, image_label(i)) for i in _all(project, "images")
         ]
 
     def _set_initial(self, project_name: str) -> None:
@@ -364,6 +364,18 @@ def parse_ports(text: str) -> list:
         if token:
             ports.append(int(token) if token.isdigit() else token)
     return ports
+
+
+def image_label(image) -> str:
+    """An image as the form lists it: its name, and what it holds or why it cannot be used."""
+    if image.state != image.State.READY:
+        return f"{image.name} ({image.get_state_display()})"
+    found = [f"Python {image.python_version}"] if image.python_version else []
+    found += [f"PyTorch {image.torch_version}"] if image.torch_version else []
+    found += [f"CUDA {image.cuda_version}"] if image.cuda_version else []
+    if image.is_host_system:
+        found = [str(_("the node's own system"))]
+    return f"{image.name} ({', '.join(found)})" if found else image.name
 
 
 def _all(project: Project | None, relation: str) -> list:

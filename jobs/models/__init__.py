@@ -1,6 +1,7 @@
+from .images import Image
 from .job import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 from .personal import PersonalTemplate
-from .projects import CodeVersion, Dataset, Image, PretrainedModel, Project
+from .projects import CodeVersion, Dataset, PretrainedModel, Project
 from .replicas import PortAllocation, Replica, ReplicaAttempt
 from .templates import EstimatePoint, WorkloadTemplate
 

@@ -99,6 +99,9 @@ class Job(ReplicaResourceColumns):
     image = models.ForeignKey(
         "jobs.Image", on_delete=models.PROTECT, null=True, blank=True, verbose_name=_("image")
     )
+    # The image's manifest digest when the job was submitted: what every attempt runs in,
+    # whatever later happens to the image's name. Empty: the node's own system.
+    image_digest = models.CharField(_("image digest"), max_length=71, blank=True)
     max_runtime_minutes = models.PositiveIntegerField(
         _("max run time (minutes)"), null=True, blank=True
     )

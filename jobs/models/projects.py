@@ -1,8 +1,7 @@
-"""Projects and what a job takes from them: data, models, code and images."""
+"""Projects and what a job takes from them: data, models and code (images: ``images.py``)."""
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 
@@ -81,27 +80,3 @@ class CodeVersion(ProjectItem):
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="code_version_unique_name")
         ]
-
-
-class Image(models.Model):
-    """A work image; the local agent records it, a container runtime would pull it."""
-
-    project = models.ForeignKey(
-        Project, on_delete=models.CASCADE, related_name="images", verbose_name=_("project")
-    )
-    name = models.CharField(_("name"), max_length=255)
-    is_default = models.BooleanField(_("project default"), default=False)
-
-    class Meta:
-        ordering = ["project", "-is_default", "name"]
-        verbose_name = _("image")
-        verbose_name_plural = _("images")
-        constraints = [
-            models.UniqueConstraint(fields=["project", "name"], name="image_unique_name"),
-            models.UniqueConstraint(
-                fields=["project"], condition=Q(is_default=True), name="image_one_default"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.translation import gettext as _
 
@@ -187,8 +188,27 @@ def _project_items(project: Project, data: dict, errors: FieldErrors) -> dict:
             project, PretrainedModel, data.get("pretrained_models"), "pretrained_models", errors
         ),
         "code_version": _one_item(project, CodeVersion, data, "code_version", errors),
-        "image": _one_item(project, Image, data, "image", errors),
+        "image": _usable_image(_one_item(project, Image, data, "image", errors), errors),
     }
+
+
+def _usable_image(image: Image | None, errors: FieldErrors) -> Image | None:
+    """An image jobs can start in now; the node's own system only where the site allows it."""
+    if image is not None and image.state == Image.State.ADDING:
+        errors.add(
+            "image",
+            _("Image %(name)s is still being added; try again when it is ready.")
+            % {"name": image.name},
+        )
+    elif image is not None and image.state == Image.State.FAILED:
+        errors.add(
+            "image",
+            _("Image %(name)s could not be added: %(problem)s")
+            % {"name": image.name, "problem": image.problem},
+        )
+    elif (image is None or image.is_host_system) and not settings.TRAINYARD_HOST_SYSTEM_JOBS:
+        errors.add("image", _("This site runs every job in an image: choose one of the project's."))
+    return image
 
 
 def _items(project: Project, model, names: list | None, field: str, errors: FieldErrors) -> list:

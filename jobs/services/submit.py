@@ -72,6 +72,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         augmentation_command=job_input.augmentation_command,
         code_version=job_input.code_version,
         image=job_input.image,
+        image_digest=job_input.image.digest if job_input.image else "",
         max_runtime_minutes=job_input.max_runtime_minutes,
         max_retries=job_input.max_retries,
         priority=job_input.priority,

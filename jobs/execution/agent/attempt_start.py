@@ -16,17 +16,20 @@ from pathlib import Path
 
 from core.reasons import Reason
 from jobs.execution.files import node_root
-from jobs.execution.replica import limits, runner
+from jobs.execution.replica import limits, runner, sandbox
 from jobs.execution.replica.failure import disk_full_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
+from jobs.execution.replica.image_cache import ImageError
 from jobs.execution.replica.network import NetworkError
 from jobs.execution.replica.prepare import (
     attempt_phases,
     attempt_refusal,
     end_unstarted,
+    fail_image,
     fail_missing_inputs,
     fail_to_prepare,
     phase_argv,
+    prepare_image,
     replica_environment,
     replica_mounts,
     write_header,
@@ -99,7 +102,13 @@ def _launch(folder: AttemptFolder, attempt: ReplicaAttempt) -> bool:
     try:
         return _start_runner(folder, attempt, isolation)
     except BaseException:
-        release({"network": isolation.network.as_dict() if isolation.network else None})
+        release(
+            {
+                "network": isolation.network.as_dict() if isolation.network else None,
+                "image": {"digest": attempt.replica.job.image_digest},
+                "attempt_id": attempt.pk,
+            }
+        )
         raise
     finally:
         isolation.close_lease()
@@ -113,8 +122,20 @@ def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Iso
         fail_missing_inputs(folder, attempt, missing)
         release({"network": replica_network.as_dict() if replica_network else None})
         return False
+    try:
+        image = prepare_image(attempt, mounts) if bwrap else None
+    except ImageError as error:
+        fail_image(attempt, error)
+        release({"network": replica_network.as_dict() if replica_network else None})
+        return False
     env = replica_environment(
-        attempt, mounts, folder, sandboxed=bool(bwrap), uid=uid, networked=bool(replica_network)
+        attempt,
+        mounts,
+        folder,
+        sandboxed=bool(bwrap),
+        uid=uid,
+        networked=bool(replica_network),
+        image_env=image.env if image else None,
     )
     phases = [
         {
@@ -144,8 +165,14 @@ def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Iso
         "sandboxed": bool(bwrap),
         "uid": uid,
         "network": replica_network.as_dict() if replica_network else None,
+        # The image's root this attempt holds a lease on (released with the network).
+        "image": {"digest": image.digest} if image else None,
         # What the job may write, output and /tmp together (the runner watches it).
-        "storage": {"output": str(mounts.output), "limit_bytes": job.storage_gib * GIB},
+        "storage": {
+            "output": str(mounts.output),
+            "limit_bytes": job.storage_gib * GIB,
+            "scratch": list(sandbox.IMAGE_SCRATCH if image else sandbox.HOST_SCRATCH),
+        },
     }
     try:
         write_header(folder, attempt, spec)

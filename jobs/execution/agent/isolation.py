@@ -19,6 +19,7 @@ from django.conf import settings
 from jobs.execution.replica import limits, network, sandbox, slots
 from jobs.execution.replica.failure import isolation_refusal
 from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.replica.image_root import attempt_image_release
 from jobs.execution.replica.prepare import published_ports
 from jobs.models import ReplicaAttempt
 
@@ -107,7 +108,10 @@ def refresh_gangs(folders: list[tuple[AttemptFolder, ReplicaAttempt]]) -> None:
 
 
 def release(spec: dict) -> None:
-    """Remove the attempt's namespace, published ports and cgroup; idempotent."""
+    """Remove the attempt's namespace, published ports and cgroup, and its image's lease."""
+    attempt_image_release(
+        digest=(spec.get("image") or {}).get("digest"), attempt_id=spec.get("attempt_id")
+    )
     if spec.get("network"):
         network.replica_network_down(network.ReplicaNetwork.from_dict(spec["network"]))
     limits.remove_cgroup(spec.get("cgroup"))

@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +38,22 @@ MAX_JSON_BLOB_BYTES = 4 * 1024 * 1024
 UNPACKS_LOG = "unpacks.log"  # a line per unpack: the digest (what tests and reports count)
 
 
+# Where the sandbox mounts its own folders over the read-only image: made in every unpacked
+# root (bwrap cannot create a mount point in a read-only root), as real folders, never links.
+MOUNT_POINTS = ("dev", "proc", "sys", "tmp", "root", "var/tmp", "run", "trainyard")
+PROGRESS_SECONDS = 2.0
+
+
 class ImageError(Exception):
-    """An image that cannot be used; the message says why, for the attempt's reason."""
+    """An image that cannot be used; the message says why, for the attempt's reason.
+
+    ``node_fault``: the node cannot unpack images (no umoci, a hung unpack); another
+    node may. Otherwise the image itself is missing or broken, on every node alike.
+    """
+
+    def __init__(self, message: str, *, node_fault: bool = False) -> None:
+        super().__init__(message)
+        self.node_fault = node_fault
 
 
 @dataclass(frozen=True)
@@ -49,18 +64,37 @@ class CachedImage:
     size_bytes: int
 
 
-def image_prepare(*, cache_root: Path, layout: Path, digest: str, lease: str) -> CachedImage:
-    """The image ``digest`` of ``layout``, unpacked once into the cache, leased to ``lease``."""
+def image_prepare(
+    *, cache_root: Path, layout: Path, digest: str, lease: str, progress=None
+) -> CachedImage:
+    """The image ``digest`` of ``layout``, unpacked once into the cache, leased to ``lease``.
+
+    ``progress(done_bytes, total_bytes)`` hears how much of the image's layers the
+    unpack has read, every few seconds while it runs; not at all when it is cached.
+    """
     if not DIGEST.fullmatch(digest):
         raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
     entry = _entry(cache_root, digest)
     with _digest_lock(cache_root, digest):
         if not (entry / "image.json").exists():
-            _unpack(cache_root, layout, digest, entry)
+            _unpack(cache_root, layout, digest, entry, progress)
         (entry / "leases").mkdir(exist_ok=True)
         (entry / "leases" / _lease_name(lease)).touch()
         os.utime(entry / "image.json")  # last used: what eviction orders by
     return _cached(entry, digest)
+
+
+def image_env(*, layout: Path, digest: str) -> list[str]:
+    """The image's ``Env`` from its config in ``layout``, both checked against their digests."""
+    if not DIGEST.fullmatch(digest):
+        raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
+    manifest = _json(_verified_blob(layout, digest, what="manifest"), f"image manifest {digest}")
+    descriptor = manifest.get("config")
+    if not isinstance(descriptor, dict) or not DIGEST.fullmatch(str(descriptor.get("digest"))):
+        raise ImageError("the image's manifest names no config: the image is corrupt")
+    return _image_env(
+        _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
+    )
 
 
 def image_release(*, cache_root: Path, digest: str, lease: str) -> None:
@@ -114,7 +148,7 @@ def _digest_lock(cache_root: Path, digest: str) -> Iterator[None]:
         yield
 
 
-def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
+def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path, progress) -> None:
     manifest_bytes = _verified_blob(layout, digest, what="manifest")
     manifest = _json(manifest_bytes, f"image manifest {digest}")
     descriptor = manifest.get("config")
@@ -122,6 +156,11 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
         raise ImageError("the image's manifest names no config: the image is corrupt")
     config = _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
     env = _image_env(config)
+    layers_bytes = sum(
+        int(layer.get("size") or 0)
+        for layer in manifest.get("layers") or []
+        if isinstance(layer, dict)
+    )
     work = Path(tempfile.mkdtemp(prefix=".unpack-", dir=cache_root))
     try:
         # The one manifest under a tag umoci can name; the blobs are the layout's own.
@@ -138,8 +177,18 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path) -> None:
             json.dumps({"schemaVersion": 2, "manifests": [descriptor]})
         )
         (view / "blobs").symlink_to((layout / "blobs").resolve())
-        _umoci("raw", "unpack", "--image", f"{view}:trainyard", str(work / "rootfs"))
+        _umoci(
+            "raw",
+            "unpack",
+            "--image",
+            f"{view}:trainyard",
+            str(work / "rootfs"),
+            progress=(lambda done: progress(min(done, layers_bytes), layers_bytes))
+            if progress
+            else None,
+        )
         shutil.rmtree(view)
+        _make_mount_points(work / "rootfs")
         size = _folder_bytes(work / "rootfs")
         meta = {"digest": digest, "size_bytes": size, "env": env}
         (work / "image.json").write_text(json.dumps(meta))
@@ -186,24 +235,63 @@ def _verified_blob(layout: Path, digest: str, *, what: str) -> bytes:
     return data
 
 
-def _umoci(*args: str) -> None:
+def _umoci(*args: str, progress=None) -> None:
+    """Run umoci; ``progress(bytes read)`` every few seconds while it runs."""
     try:
-        subprocess.run(
+        process = subprocess.Popen(
             ["umoci", *args],
-            check=True,
-            capture_output=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=UNPACK_TIMEOUT_SECONDS,
         )
     except FileNotFoundError:
         raise ImageError(
-            "umoci is not installed on this node (Debian: apt-get install umoci)"
+            "umoci is not installed on this node (Debian: apt-get install umoci)", node_fault=True
         ) from None
-    except subprocess.CalledProcessError as error:
-        last = (error.stderr or "").strip().splitlines()[-1:] or ["no message"]
-        raise ImageError(f"the image cannot be unpacked: {last[0][:300]}") from None
-    except subprocess.TimeoutExpired:
-        raise ImageError(f"unpacking the image took over {UNPACK_TIMEOUT_SECONDS} s") from None
+    with process:
+        errors = _errors_while_waiting(process, progress)
+    if process.returncode:
+        last = errors.strip().splitlines()[-1:] or ["no message"]
+        raise ImageError(f"the image cannot be unpacked: {last[0][:300]}")
+
+
+def _errors_while_waiting(process: subprocess.Popen, progress) -> str:
+    """umoci's stderr once it exits; killed past the time limit."""
+    deadline = time.monotonic() + UNPACK_TIMEOUT_SECONDS
+    while True:
+        try:
+            _out, errors = process.communicate(timeout=PROGRESS_SECONDS)
+            return errors or ""
+        except subprocess.TimeoutExpired:
+            if time.monotonic() > deadline:
+                process.kill()
+                process.communicate()
+                raise ImageError(
+                    f"unpacking the image took over {UNPACK_TIMEOUT_SECONDS} s", node_fault=True
+                ) from None
+            if progress:
+                progress(_bytes_read(process.pid))
+
+
+def _bytes_read(pid: int) -> int:
+    """What a process has read so far (``rchar``), or 0 once it is gone."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _make_mount_points(rootfs: Path) -> None:
+    """The sandbox's mount points as real folders: a link there would aim a mount elsewhere."""
+    for name in MOUNT_POINTS:
+        path = rootfs
+        for part in Path(name).parts:
+            path = path / part
+            if path.is_symlink() or (path.exists() and not path.is_dir()):
+                path.unlink()
+            if not path.exists():
+                path.mkdir(mode=0o755)
 
 
 def _folder_bytes(folder: Path) -> int:

@@ -57,6 +57,9 @@ NODE_SETTINGS = (
     "TRAINYARD_SANDBOX_UID_BASE",
     "TRAINYARD_SANDBOX_UID_COUNT",
     "TRAINYARD_HOST_RUN_DIR",
+    "TRAINYARD_IMAGE_STORE",
+    "TRAINYARD_IMAGE_CACHE",
+    "TRAINYARD_IMAGE_CACHE_GIB",
 )
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -103,20 +106,31 @@ def main(folder: Path) -> int:
     except network.NetworkError as error:
         slot.close()
         return refuse(folder, plan, kind="network", problem=str(error))
+    from jobs.execution.replica.image_cache import ImageError
+    from jobs.execution.replica.image_root import attempt_image_release
+
+    image = plan.get("image") or {}
     try:
         prepare_phases(folder, plan, slot.uid, replica_network)
         return run_script(folder, plan, replica_network)
+    except ImageError as error:
+        return refuse(folder, plan, kind="image", problem=str(error), node_fault=error.node_fault)
     finally:
+        attempt_image_release(digest=image.get("digest"), attempt_id=plan["attempt_id"])
         network.replica_network_down(replica_network)
         slot.close()
 
 
-def refuse(folder: Path, plan: dict, *, kind: str, problem: str) -> int:
+def refuse(folder: Path, plan: dict, *, kind: str, problem: str, node_fault: bool = True) -> int:
     from jobs.execution.replica.runner import log_line, write_json
 
-    write_json(folder / f"{REFUSED}.json", {"kind": kind, "problem": problem})
+    refusal = {"kind": kind, "problem": problem, "node_fault": node_fault}
+    write_json(folder / f"{REFUSED}.json", refusal)
     log_fd = _open_log(plan)
-    log_line(log_fd, f"replica not started: node {plan['node']} cannot isolate it: {problem}")
+    if kind == "image":
+        log_line(log_fd, f"replica not started: its image cannot be used: {problem}")
+    else:
+        log_line(log_fd, f"replica not started: node {plan['node']} cannot isolate it: {problem}")
     os.close(log_fd)
     return 1
 
@@ -134,6 +148,8 @@ def prepare_phases(folder: Path, plan: dict, uid: int, replica_network) -> None:
         read_only_extra=list(plan["mounts"]["read_only_extra"]),
     )
     _give(mounts.output, uid, folder=False)
+    if plan.get("image"):
+        _image_mounts(folder, plan, mounts)
     processes = plan["max_processes"]
     for phase in plan["phases"]:
         command_file = folder / Path(phase["command_file"]).name
@@ -161,9 +177,35 @@ def prepare_phases(folder: Path, plan: dict, uid: int, replica_network) -> None:
     log_line(
         log_fd,
         f"bubblewrap sandbox, own network {replica_network.address}, uid {uid}, "
-        f"processes {processes}, memory and cpus: Slurm's own limits",
+        f"processes {processes}, memory and cpus: Slurm's own limits; "
+        + (
+            f"image {plan['image']['name']} as /"
+            if plan.get("image")
+            else "the node's own system as /"
+        ),
     )
     os.close(log_fd)
+
+
+def _image_mounts(folder: Path, plan: dict, mounts) -> None:
+    """The job's image unpacked in this node's cache as the sandbox's root (ImageError if not)."""
+    from jobs.execution.replica.gpu_driver import gpu_driver_files
+    from jobs.execution.replica.image_root import attempt_image_prepare
+    from jobs.execution.replica.runner import log_line
+
+    def progress(done: int, total: int) -> None:
+        log_fd = _open_log(plan)
+        log_line(
+            log_fd,
+            f"preparing image {plan['image']['name']} ({done // 10**6} of {total // 10**6} MB)",
+        )
+        os.close(log_fd)
+
+    image = attempt_image_prepare(
+        digest=plan["image"]["digest"], attempt_id=plan["attempt_id"], progress=progress
+    )
+    mounts.image_root, mounts.read_only_extra = image.rootfs, []
+    mounts.gpu_driver = gpu_driver_files()
 
 
 def run_script(folder: Path, plan: dict, replica_network) -> int:
@@ -224,7 +266,8 @@ def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Eve
     limit, output = plan["storage_bytes"], Path(plan["mounts"]["output"])
     while not done.wait(STORAGE_WATCH_SECONDS):
         sandboxes = outer_sandboxes(script_pid)
-        used = tree_bytes(output) + sum(sandbox_tmp_bytes(pid) for pid in sandboxes)
+        scratch = plan.get("scratch") or ("/tmp", "/dev/shm")
+        used = tree_bytes(output) + sum(sandbox_tmp_bytes(pid, scratch) for pid in sandboxes)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
             for pid in sandboxes:  # bwrap --die-with-parent takes everything inside along

@@ -10,6 +10,7 @@ or the script Slurm runs.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -23,11 +24,14 @@ from jobs.environment import (
     job_environment,
 )
 from jobs.execution.files import replica_output_dir
-from jobs.execution.report import attempt_ended
+from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 
 from . import limits, network, sandbox
 from .folder import AttemptFolder
+from .gpu_driver import gpu_driver_files
+from .image_cache import CachedImage, ImageError
+from .image_root import attempt_image_prepare, image_environment
 from .script import command_script
 
 GIB = 1024 * 1024 * 1024
@@ -144,21 +148,29 @@ def _make_output(output: Path, uid: int | None) -> None:
 
 
 def replica_environment(
-    attempt, mounts, folder, *, sandboxed, uid, networked: bool = False
+    attempt, mounts, folder, *, sandboxed, uid, networked: bool = False, image_env=None
 ) -> dict[str, str]:
-    """The replica's variables; ``networked``: it runs in a job network of its own."""
+    """The replica's variables; ``networked``: it runs in a job network of its own.
+
+    In an image (``image_env``, its ``Env``) the image's variables come first and
+    the job's own and the platform's override them; on the host, the agent's Python.
+    """
     job = attempt.replica.job
     paths = None if sandboxed else _plain_paths(folder, mounts, uid)
     placement = replica_placement(attempt, networked=networked)
     env = job_environment(environment_input_for_job(job), placement, paths)
-    tmp = "/tmp" if sandboxed else str(folder.path / "tmp")
-    env = {
-        "PATH": sandbox.job_path_variable(),
-        "HOME": tmp,
-        "TMPDIR": tmp,
-        "LANG": "C.UTF-8",
-        **env,
-    }
+    if image_env is not None:
+        image = image_environment(image_env, gpu_driver=bool(mounts.gpu_driver or job.gpu_count))
+        env = {"HOME": "/root", "LANG": "C.UTF-8", **image, "TMPDIR": "/tmp", **env}
+    else:
+        tmp = "/tmp" if sandboxed else str(folder.path / "tmp")
+        env = {
+            "PATH": sandbox.job_path_variable(),
+            "HOME": tmp,
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            **env,
+        }
     if networked and "MASTER_ADDR" in env:
         # Collective libraries find their own address on the namespace's one interface.
         env |= {
@@ -230,10 +242,19 @@ def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> 
         f"[trainyard] {isolation}, uid {spec['uid'] if spec['uid'] is not None else os.getuid()}, "
         f"memory limit {job.memory_mib} MiB ({memory}), processes {processes}, "
         f"cpus {spec['cpus'] or 'not pinned'}",
+        f"[trainyard] {root_label(job)}",
     ]
     with folder.log.open("a") as log:
         log.write("\n".join(lines) + "\n")
     os.chmod(folder.log, 0o600)
+
+
+def root_label(job: Job) -> str:
+    """What the job's ``/`` is, for its log: its image, or the node's own system."""
+    if job.image_digest:
+        name = job.image.name if job.image_id else "an image"
+        return f"image {name} ({job.image_digest[:19]}…) as /"
+    return "the node's own system as / (no image)"
 
 
 def fail_missing_inputs(folder: AttemptFolder, attempt: ReplicaAttempt, missing: list[str]) -> None:
@@ -256,4 +277,54 @@ def fail_to_prepare(attempt: ReplicaAttempt, reason: Reason) -> None:
         ended_at=timezone.now(),
         reason=reason,
         platform_fault=True,
+    )
+
+
+# How often a long unpack updates the job's reason (each update is an event on its page).
+IMAGE_PROGRESS_SECONDS = 10.0
+MB = 1000 * 1000
+
+
+def prepare_image(attempt: ReplicaAttempt, mounts: sandbox.Mounts) -> CachedImage | None:
+    """The job's image ready in this node's cache, as the sandbox's root; None: the host's.
+
+    Raises ``ImageError``; the job's reason says "Preparing image …" while it unpacks.
+    """
+    job = attempt.replica.job
+    if not job.image_digest:
+        return None
+    name = job.image.name if job.image_id else job.image_digest
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= IMAGE_PROGRESS_SECONDS:
+            last[0] = now
+            params = {"image": name, "done": done // MB, "total": max(1, total // MB)}
+            job_start_waits(
+                job=Job.objects.get(pk=job.pk), reason=Reason("image.preparing", params)
+            )
+
+    image = attempt_image_prepare(digest=job.image_digest, attempt_id=attempt.pk, progress=progress)
+    mounts.image_root = image.rootfs
+    mounts.read_only_extra = []  # the image's own Python, not the agent's
+    mounts.gpu_driver = gpu_driver_files()
+    return image
+
+
+def fail_image(attempt: ReplicaAttempt, error: ImageError) -> None:
+    """A broken image fails the job at once (no retry can help); a node's fault re-places it."""
+    job = attempt.replica.job
+    name = job.image.name if job.image_id else job.image_digest
+    if error.node_fault:
+        reason = Reason(
+            "image.node", {"node": attempt.node.name, "image": name, "error": str(error)}
+        )
+        fail_to_prepare(attempt, reason)
+        return
+    attempt_ended(
+        attempt_id=attempt.pk,
+        state=ReplicaAttempt.State.FAILED,
+        ended_at=timezone.now(),
+        reason=Reason("image.broken", {"image": name, "error": str(error)}),
     )

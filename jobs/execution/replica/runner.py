@@ -216,7 +216,8 @@ def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -
     """
     limit = storage["limit_bytes"]
     while not stop.wait(STORAGE_WATCH_SECONDS):
-        used = tree_bytes(Path(storage["output"])) + sandbox_tmp_bytes(process.pid)
+        scratch = storage.get("scratch") or ("/tmp", "/dev/shm")
+        used = tree_bytes(Path(storage["output"])) + sandbox_tmp_bytes(process.pid, scratch)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
             with contextlib.suppress(ProcessLookupError):
@@ -238,17 +239,17 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def sandbox_tmp_bytes(leader: int) -> int:
-    """What the sandbox's /tmp and /dev/shm hold, seen through its init's root."""
+def sandbox_tmp_bytes(leader: int, scratch=("/tmp", "/dev/shm")) -> int:
+    """What the sandbox's tmpfs (``scratch``) hold, seen through its init's root."""
     try:
         children = Path(f"/proc/{leader}/task/{leader}/children").read_text().split()
     except OSError:
         return 0
     total = 0
     for child in children[:1]:
-        for mount in ("tmp", "dev/shm"):
+        for mount in scratch:
             with contextlib.suppress(OSError):
-                info = os.statvfs(f"/proc/{child}/root/{mount}")
+                info = os.statvfs(f"/proc/{child}/root/{mount.lstrip('/')}")
                 total += (info.f_blocks - info.f_bfree) * info.f_frsize
     return total
 

@@ -29,6 +29,11 @@ SANDBOX_COMMAND_PATH = "/run/trainyard/command.sh"
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/sys")
 SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# In an image: what the job may write (a private /dev/shm: PyTorch's DataLoader workers and
+# NCCL pass tensors through it); the host's GPU driver files (``gpu_driver.py``).
+IMAGE_SCRATCH = ("/tmp", "/dev/shm", "/root", "/var/tmp")
+HOST_SCRATCH = ("/tmp", "/dev/shm")
+GPU_DRIVER_DIR = "/run/trainyard/driver"
 
 
 def bwrap_path() -> str | None:
@@ -82,6 +87,10 @@ class Mounts:
     datasets: list[Path] = field(default_factory=list)
     pretrained: list[Path] = field(default_factory=list)
     read_only_extra: list[str] = field(default_factory=list)
+    # The image's unpacked root (``image_cache.py``), the replica's ``/``; None: the host's.
+    image_root: Path | None = None
+    # The host's GPU driver files, bound under ``GPU_DRIVER_DIR`` in an image.
+    gpu_driver: list[str] = field(default_factory=list)
 
 
 def bwrap_argv(
@@ -95,24 +104,16 @@ def bwrap_argv(
 ) -> list[str]:
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     argv += ["--unshare-cgroup-try", "--hostname", hostname]
-    for path in SYSTEM_READ_ONLY:
-        argv += ["--ro-bind", path, path]
-    for path in SYSTEM_LINKS_OR_DIRS:
-        if os.path.islink(path):
-            argv += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            argv += ["--ro-bind", path, path]
-    argv += ["--dev", "/dev", "--proc", "/proc"]
+    if mounts.image_root:
+        argv += _image_root_argv(mounts.image_root, tmp_bytes)
+    else:
+        argv += _host_root_argv(mounts.read_only_extra, tmp_bytes)
     for device in sorted(Path("/dev").glob("nvidia*")):
         argv += ["--dev-bind", str(device), str(device)]
-    argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-    # A private /dev/shm: PyTorch's DataLoader workers and NCCL pass tensors through it.
-    argv += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/dev/shm"]
-    # After the private /tmp, so a Python environment that lives under /tmp stays visible.
-    argv += _passable_parents(mounts.read_only_extra)
-    for path in mounts.read_only_extra:
-        argv += ["--ro-bind", path, path]
-    argv += ["--perms", "0755", "--dir", "/trainyard"]
+    if mounts.image_root and mounts.gpu_driver:
+        argv += _passable_parents([f"{GPU_DRIVER_DIR}/lib"])
+        for path in mounts.gpu_driver:
+            argv += ["--ro-bind", path, f"{GPU_DRIVER_DIR}/{Path(path).name}"]
     if mounts.code:
         argv += ["--ro-bind", str(mounts.code), "/trainyard/code"]
     else:
@@ -126,6 +127,46 @@ def bwrap_argv(
     argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/trainyard"]
     argv += ["--ro-bind", str(command_file), SANDBOX_COMMAND_PATH, "--chdir", "/"]
     return argv + drop_privileges(uid) + bash_argv(SANDBOX_COMMAND_PATH)
+
+
+def _host_root_argv(read_only_extra: list[str], tmp_bytes: int) -> list[str]:
+    """The host's system read-only, and the agent's Python environment."""
+    argv: list[str] = []
+    for path in SYSTEM_READ_ONLY:
+        argv += ["--ro-bind", path, path]
+    for path in SYSTEM_LINKS_OR_DIRS:
+        if os.path.islink(path):
+            argv += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            argv += ["--ro-bind", path, path]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    argv += _scratch_argv(HOST_SCRATCH, tmp_bytes)
+    # After the private /tmp, so a Python environment that lives under /tmp stays visible.
+    argv += _passable_parents(read_only_extra)
+    for path in read_only_extra:
+        argv += ["--ro-bind", path, path]
+    return argv + ["--perms", "0755", "--dir", "/trainyard"]
+
+
+def _image_root_argv(image_root: Path, tmp_bytes: int) -> list[str]:
+    """The image's root read-only as ``/``; the folders a program writes, private tmpfs.
+
+    The mount points exist in every unpacked root (``image_cache.MOUNT_POINTS``);
+    ``/trainyard`` and ``/run`` are tmpfs, so that the folders under them can be made.
+    """
+    argv = ["--ro-bind", str(image_root), "/", "--ro-bind", "/sys", "/sys"]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    argv += _scratch_argv(IMAGE_SCRATCH, tmp_bytes)
+    argv += ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", "/trainyard"]
+    return argv + ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", "/run"]
+
+
+def _scratch_argv(paths: tuple[str, ...], size_bytes: int) -> list[str]:
+    """Writable tmpfs for everyone (sticky, as /tmp); the runner counts them as storage."""
+    argv: list[str] = []
+    for path in paths:
+        argv += ["--perms", "1777", "--size", str(size_bytes), "--tmpfs", path]
+    return argv
 
 
 def _passable_parents(paths: list[str]) -> list[str]:

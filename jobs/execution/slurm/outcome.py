@@ -82,6 +82,10 @@ class Outcome:
 def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttempt) -> Outcome:
     """The final attempt state for a replica of an ended Slurm job."""
     exit_code = record.exit["exit_code"] if record.exit else slurm_job.exit_code
+    if record.refused and record.refused.get("kind") == "image":
+        # As on the local agent: a broken image fails the job; a node that cannot unpack
+        # it is at fault itself, and the job is placed again.
+        return _image_refused(record.refused, attempt, exit_code)
     if record.refused:
         # As on the local agent: the node's fault, and the job is placed again.
         reason = isolation_refusal(attempt.node.name, record.refused["problem"])
@@ -96,6 +100,16 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
         "slurm.ended", {"id": slurm_job.job_id, "state": slurm_job.state, "detail": detail}
     )
     return Outcome(state, exit_code, reason, platform_fault)
+
+
+def _image_refused(refused: dict, attempt: ReplicaAttempt, exit_code: int | None) -> Outcome:
+    job = attempt.replica.job
+    name = job.image.name if job.image_id else job.image_digest
+    if refused.get("node_fault"):
+        params = {"node": attempt.node.name, "image": name, "error": refused["problem"]}
+        return Outcome(State.FAILED, exit_code, Reason("image.node", params), platform_fault=True)
+    params = {"image": name, "error": refused["problem"]}
+    return Outcome(State.FAILED, exit_code, Reason("image.broken", params))
 
 
 def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, Reason, bool]:

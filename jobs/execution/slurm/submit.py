@@ -23,14 +23,17 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.reasons import Reason
-from jobs.execution.replica import keeper
+from jobs.execution.replica import keeper, sandbox
 from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.replica.image_cache import ImageError
+from jobs.execution.replica.image_root import image_plan
 from jobs.execution.replica.limits import process_limit
 from jobs.execution.replica.prepare import (
     GIB,
     attempt_phases,
     attempt_refusal,
     end_unstarted,
+    fail_image,
     fail_missing_inputs,
     published_ports,
     replica_environment,
@@ -194,7 +197,20 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
     if missing:
         fail_missing_inputs(folder, attempt, missing)
         return None
-    env = replica_environment(attempt, mounts, folder, sandboxed=True, uid=None, networked=True)
+    try:
+        image = image_plan(job)
+    except ImageError as error:
+        fail_image(attempt, error)
+        return None
+    env = replica_environment(
+        attempt,
+        mounts,
+        folder,
+        sandboxed=True,
+        uid=None,
+        networked=True,
+        image_env=image["env"] if image else None,
+    )
     phases = [
         (name, write_command_file(folder, name, command, None))
         for name, command in attempt_phases(job)
@@ -215,6 +231,8 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
                 "read_only_extra": mounts.read_only_extra,
             },
             "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
+            "image": {"digest": image["digest"], "name": image["name"]} if image else None,
+            "scratch": list(sandbox.IMAGE_SCRATCH if image else sandbox.HOST_SCRATCH),
             "tmp_bytes": job.storage_gib * GIB,
             "storage_bytes": job.storage_gib * GIB,
             "max_processes": process_limit(job.cpu_milli),

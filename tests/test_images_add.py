@@ -1,0 +1,106 @@
+"""Adding a work image (jobs/images/add.py): an archive in, its facts out; bad input, a reason.
+
+Real tools: the archive is written by skopeo from a tiny image umoci built, and
+brought into the site's store by skopeo, as an admin's upload is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from jobs.execution.replica.gpu_driver import driver_libraries
+from jobs.images.add import image_add, incoming_archive
+from jobs.models import Image
+from jobs.services.submit import job_submit
+from tests.factories import NodeFactory, ProjectFactory, UserFactory
+from tests.support.tiny_images import build_tiny_image
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store(tmp_path, settings):
+    settings.TRAINYARD_IMAGE_STORE = tmp_path / "store"
+    return settings.TRAINYARD_IMAGE_STORE
+
+
+def uploaded(image: Image, archive) -> Image:
+    incoming_archive(image.pk).parent.mkdir(parents=True, exist_ok=True)
+    incoming_archive(image.pk).write_bytes(archive.read_bytes())
+    return image
+
+
+@pytest.mark.parametrize("kind", ["oci-archive", "docker-archive"])
+def test_an_archive_becomes_a_ready_image_with_what_it_holds(tmp_path, store, kind):
+    layout = tmp_path / "layout"
+    build_tiny_image(layout, "a", marker="A", env=["GREETING=hi"], python=True)
+    archive = tmp_path / "image.tar"
+    target = f"{kind}:{archive}" + (":tiny/a:1" if kind == "docker-archive" else "")
+    subprocess.run(["skopeo", "copy", "--quiet", f"oci:{layout}:a", target], check=True)
+    image = Image.objects.create(
+        project=ProjectFactory(), name="tiny", source=Image.Source.ARCHIVE, state="adding"
+    )
+    image = image_add(uploaded(image, archive).pk)
+    assert (image.state, image.problem) == (Image.State.READY, "")
+    assert image.digest.startswith("sha256:") and len(image.layers) == 1
+    assert image.python_version == "3.11"
+    assert (image.cuda_version, image.torch_version) == ("", "")
+    assert image.size_bytes > image.layers[0]["size"]  # and its config
+    assert (store / "blobs" / "sha256" / image.digest.split(":")[1]).exists()
+    assert not incoming_archive(image.pk).exists()  # the upload is not kept twice
+
+
+def test_a_corrupt_archive_fails_with_a_reason(tmp_path, store):
+    archive = tmp_path / "broken.tar"
+    archive.write_bytes(b"not a tar at all" * 100)
+    image = Image.objects.create(
+        project=ProjectFactory(), name="broken", source=Image.Source.ARCHIVE, state="adding"
+    )
+    image = image_add(uploaded(image, archive).pk)
+    assert image.state == Image.State.FAILED
+    assert image.problem == "the archive is not a tar file (an OCI archive or `docker save`)"
+    assert image.digest == ""
+
+
+def test_a_registry_that_cannot_be_reached_fails_with_its_words(store):
+    image = Image.objects.create(
+        project=ProjectFactory(),
+        name="far",
+        source=Image.Source.REGISTRY,
+        source_detail="127.0.0.1:9/team/none:1",
+        state="adding",
+    )
+    image = image_add(image.pk)
+    assert image.state == Image.State.FAILED
+    assert "127.0.0.1:9" in image.problem
+
+
+def test_submit_records_the_digest_and_refuses_an_image_not_ready(store):
+    NodeFactory(gpu_model=None, gpu_count=0, cpu_milli=8000, memory_mib=32 * 1024)
+    user = UserFactory()
+    project = ProjectFactory(owner=user)
+    digest = "sha256:" + "ab" * 32
+    Image.objects.create(project=project, name="ready", source="archive", digest=digest)
+    Image.objects.create(project=project, name="coming", source="archive", state="adding")
+    base = {"project": project.name, "command": "true", "resources": {"cpu_cores": 1}}
+    job = job_submit(user=user, data={**base, "name": "a", "image": "ready"})
+    assert job.image_digest == digest
+    with pytest.raises(Exception) as refused:
+        job_submit(user=user, data={**base, "name": "b", "image": "coming"})
+    assert "Image coming is still being added" in str(refused.value)
+
+
+def test_the_driver_libraries_come_from_ldconfig_by_soname():
+    cache = """\
+\tlibnvidia-ml.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnvidia-ml.so.1
+\tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1
+\tlibcuda.so.1 (libc6) => /lib/i386-linux-gnu/libcuda.so.1
+\tlibcuda.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so
+\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6
+"""
+    assert driver_libraries(cache) == [
+        "/lib/x86_64-linux-gnu/libcuda.so.1",
+        "/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+    ]
