@@ -14,12 +14,16 @@ from django.db import transaction
 
 from billing.accounts import account_for_user
 from billing.models import Price
+from core.task_names import send_task
 from jobs.estimates.seed import seed_templates
+from jobs.images.demo_recipes import DEMO_RECIPES
 from jobs.models import CodeVersion, Dataset, Image, PretrainedModel, Project
 from resources.models import GpuModel, Node, Quota, SiteSettings, Spec
 from resources.services import node_sync_cards
 
 GIB = 1024
+# The demo project's default image: its code is PyTorch training.
+DEMO_DEFAULT = "pytorch-cpu"
 # Seed 000: card memory, CPU cores and memory per card; speed relative to a P4,
 # the geometric mean of the seed's single-node measured times.
 GPU_MODELS = {
@@ -238,9 +242,33 @@ class Command(BaseCommand):
         )
         # The workload templates' augmentation-search step runs this before training.
         (train.parent / "augment_search.py").write_text("print('augmentation search: done')\n")
-        Image.objects.update_or_create(
-            project=project, name="trainyard/pytorch:2.13-cpu", defaults={"is_default": True}
-        )
-        Image.objects.update_or_create(
-            project=project, name="trainyard/tensorflow:2.15", defaults={"is_default": False}
-        )
+        self.seed_images(project)
+
+    def seed_images(self, project: Project) -> None:
+        """The demo's real images, built by the worker from Debian's packages and PyPI.
+
+        The first ``make run`` builds them in the background (minutes; the server is up at
+        once, and the images say "being added" until they are ready); later runs find
+        them in the store, or in the recipes' build cache, and build nothing.
+        """
+        # An image name from before images were real, that no job uses: gone.
+        Image.objects.filter(
+            project=project, name="trainyard/tensorflow:2.15", source=Image.Source.HOST
+        ).exclude(job__isnull=False).delete()
+        store = Path(settings.TRAINYARD_IMAGE_STORE)
+        for recipe in DEMO_RECIPES:
+            image, _created = Image.objects.get_or_create(
+                project=project,
+                name=recipe.name,
+                defaults={"source": Image.Source.RECIPE, "state": Image.State.ADDING},
+            )
+            blob = store / "blobs" / "sha256" / image.digest.removeprefix("sha256:")
+            if image.state == Image.State.READY and image.digest and blob.exists():
+                continue
+            image.source, image.source_detail = Image.Source.RECIPE, recipe.key
+            image.state, image.digest, image.problem = Image.State.ADDING, "", ""
+            image.is_default = recipe.key == DEMO_DEFAULT
+            image.save()
+            image_id = image.pk
+            transaction.on_commit(lambda i=image_id: send_task("jobs.tasks.image_add", args=[i]))
+            self.stdout.write(f"Image {recipe.name}: building in the background (once).")
