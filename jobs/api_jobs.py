@@ -87,6 +87,9 @@ class JobOut(Schema):
     pretrained_models: list[str]
     code_version: str | None
     image: str | None
+    image_digest: str = Field(
+        description="The image's manifest digest the job runs in; empty: the node's own system"
+    )
     ports: list[int]
     max_runtime_minutes: int | None
     max_retries: int

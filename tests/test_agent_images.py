@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 
 from jobs.execution.replica.image_cache import unpack_count
+from jobs.images.store import store_copy, store_tag
 from jobs.models import Image, Job
 from tests.agent_support import (
     attempt_log,
@@ -24,6 +25,8 @@ from tests.agent_support import (
     place,
     wait_for_state,
 )
+from tests.support.tiny_images import add_torch_layer
+from tests.test_agent_distributed import all_reduce_job, sums
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +126,23 @@ def test_an_image_missing_from_the_store_fails_the_job_at_once_without_its_retri
     assert f"Image {image.name} cannot be used" in job.state_reason
     assert "has no manifest" in job.state_reason
     assert len(attempts_of(job)) == 1  # no retry: every try would use the same image
+
+
+def test_distributed_pytorch_all_reduces_inside_an_image(tiny_images, agent_env, tmp_path):
+    """Image A plus this environment's CPU PyTorch: two replicas, gloo, on two nodes."""
+    build = tmp_path / "build" / "layout"
+    add_torch_layer(build, "a", to_tag="torch")
+    image = Image.objects.create(
+        project=tiny_images["a"].project, name="tiny-torch", source="archive", state="adding"
+    )
+    image.digest = store_copy(f"oci:{build}:torch", tag=store_tag(image.pk))
+    image.state = Image.State.READY
+    image.save()
+    nodes = [make_node(), make_node()]
+    agent = agent_env(nodes)
+    job = all_reduce_job()
+    Job.objects.filter(pk=job.pk).update(image=image, image_digest=image.digest)
+    job = wait_for_state(place(job, nodes), Job.FINAL_STATES, agent, timeout=180)
+    assert job.state == Job.State.SUCCEEDED, (job.state_reason, attempt_log(attempts_of(job)[0]))
+    assert sums(job, nodes) == ["0 2 3.0", "1 2 3.0"]
+    assert "image tiny-torch" in attempt_log(attempts_of(job)[0])

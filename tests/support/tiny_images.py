@@ -10,6 +10,7 @@ brings an image into the site's store as an admin's image would come.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -53,7 +54,10 @@ def build_tiny_image(layout: Path, tag: str, *, marker: str, env: list[str], pyt
                 n for n in names if n in PYTHON_LEFT_OUT or n == "__pycache__"
             ],
         )
+        for module in (PYTHON_LIB / "lib-dynload").glob("*.so"):
+            _copy_with_libraries(module, root)
         (root / "usr/bin/python3").symlink_to("python3.11")
+        (root / "usr/bin/python").symlink_to("python3.11")
     layer = layout.parent / f"layer-{tag}.tar"
     with tarfile.open(layer, "w") as archive:
         archive.add(root, arcname=".")
@@ -68,6 +72,95 @@ def build_tiny_image(layout: Path, tag: str, *, marker: str, env: list[str], pyt
     shutil.rmtree(root)
     layer.unlink()
     return tagged(layout, tag)
+
+
+# The venv's CPU PyTorch and what ``import torch`` needs: a layer over image A (Python 3.11).
+TORCH_PACKAGES = (
+    "torch",
+    "functorch",
+    "torchgen",
+    "typing_extensions.py",
+    "sympy",
+    "mpmath",
+    "networkx",
+    "jinja2",
+    "markupsafe",
+    "filelock",
+    "fsspec",
+    "numpy",
+    "numpy.libs",
+)
+
+
+def add_torch_layer(layout: Path, tag: str, *, to_tag: str) -> str:
+    """Image ``tag`` plus the test environment's PyTorch, as ``to_tag``; its digest.
+
+    The layer is an uncompressed tar (a valid OCI layer media type): gzip over
+    PyTorch's 700 MB would cost this one test most of a minute of one core.
+    """
+    import sysconfig
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    layer = layout.parent / f"layer-{to_tag}.tar"
+    with tarfile.open(layer, "w") as archive:
+        for name in TORCH_PACKAGES:
+            if (site / name).exists():
+                archive.add(
+                    site / name,
+                    arcname=f"usr/local/lib/python3.11/dist-packages/{name}",
+                    filter=lambda info: None if "__pycache__" in info.name else info,
+                )
+        # The system libraries PyTorch's own link to (libstdc++, libgomp…), from this host.
+        for library in sorted(
+            {lib for so in (site / "torch/lib").glob("*.so*") for lib in _libraries(so)}
+        ):
+            if not str(library).startswith(str(site)):
+                archive.add(library.resolve(), arcname=str(library).lstrip("/"))
+    digest = append_layer(layout, tag, layer, to_tag=to_tag)
+    layer.unlink()
+    return digest
+
+
+def append_layer(layout: Path, tag: str, layer: Path, *, to_tag: str) -> str:
+    """Append an uncompressed tar layer to image ``tag`` as the new image ``to_tag``."""
+    manifest = json.loads(_blob(layout, tagged(layout, tag)).read_bytes())
+    config = json.loads(_blob(layout, manifest["config"]["digest"]).read_bytes())
+    digest = "sha256:" + _sha256(layer)
+    shutil.copyfile(layer, _blob(layout, digest))
+    config["rootfs"]["diff_ids"].append(digest)
+    manifest["layers"].append(
+        {
+            "mediaType": "application/vnd.oci.image.layer.v1.tar",
+            "digest": digest,
+            "size": layer.stat().st_size,
+        }
+    )
+    manifest["config"] = _write_blob(layout, config, manifest["config"]["mediaType"])
+    descriptor = _write_blob(layout, manifest, "application/vnd.oci.image.manifest.v1+json")
+    descriptor["annotations"] = {"org.opencontainers.image.ref.name": to_tag}
+    index = json.loads((layout / "index.json").read_text())
+    index["manifests"].append(descriptor)
+    (layout / "index.json").write_text(json.dumps(index))
+    return descriptor["digest"]
+
+
+def _blob(layout: Path, digest: str) -> Path:
+    return layout / "blobs" / "sha256" / digest.split(":")[1]
+
+
+def _write_blob(layout: Path, value: dict, media_type: str) -> dict:
+    data = json.dumps(value).encode()
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    _blob(layout, digest).write_bytes(data)
+    return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+
+def _sha256(path: Path) -> str:
+    hasher = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            hasher.update(chunk)
+    return hasher.hexdigest()
 
 
 def tagged(layout: Path, tag: str) -> str:
