@@ -14,7 +14,8 @@ from django.contrib import admin
 from django.db import transaction
 from django.db.models import Count
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -69,17 +70,7 @@ class ImageAddForm(forms.ModelForm):
 
 @admin.register(Image)
 class ImageAdmin(admin.ModelAdmin):
-    list_display = [
-        "name",
-        "project",
-        "source",
-        "state",
-        "size",
-        "python_version",
-        "cuda_version",
-        "torch_version",
-        "jobs_using",
-    ]
+    list_display = ["name", "project", "source", "state", "size", "contents", "jobs_using"]
     list_filter = ["state", "source", "project"]
     search_fields = ["name", "digest", "project__name"]
     readonly_fields = [
@@ -133,12 +124,17 @@ class ImageAdmin(admin.ModelAdmin):
     def size(self, image: Image) -> str:
         return f"{image.size_bytes / MB:,.1f} MB" if image.size_bytes is not None else "—"
 
+    @admin.display(description=_("contents"))
+    def contents(self, image: Image) -> str:
+        found = [("Python", image.python_version), ("PyTorch", image.torch_version)]
+        found += [("CUDA", image.cuda_version)]
+        return " · ".join(f"{name} {version}" for name, version in found if version) or "—"
+
     @admin.display(description=_("layers"))
     def layer_list(self, image: Image) -> str:
-        return format_html(
-            "<br>".join(["{} ({:,.1f} MB)"] * len(image.layers)) or "—",
-            *[part for layer in image.layers for part in (layer["digest"], layer["size"] / MB)],
-        )
+        """Each layer's digest and size, the base first."""
+        lines = [(layer["digest"], f"{layer['size'] / MB:,.1f} MB") for layer in image.layers]
+        return format_html_join(mark_safe("<br>"), "{} ({})", lines) or "—"
 
     @admin.display(description=_("jobs using it"), ordering="job_count")
     def jobs_using(self, image: Image):

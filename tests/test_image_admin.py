@@ -48,6 +48,7 @@ def test_an_uploaded_archive_is_added_and_its_page_shows_what_it_holds(
     JobFactory(project=project, image=image, image_digest=image.digest)
     page = admin_client.get(f"/admin/jobs/image/{image.pk}/change/").content.decode()
     assert image.digest in page and "3.11" in page
+    assert f"{image.layers[0]['digest']} (" in page  # each layer, with its size
     assert f'?image__id__exact={image.pk}">1</a>' in page  # the one job using it
     listing = admin_client.get("/admin/jobs/image/").content.decode()
     assert "tiny" in listing

@@ -10,10 +10,12 @@ Jobs can choose an image only once it is ready (``services/job_input.py``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import shutil
 import tarfile
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,9 @@ REGISTRY_REFERENCE = re.compile(
     r"[a-z0-9][a-z0-9.-]*(?::[0-9]{1,5})?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)+"
     r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?"
 )
+
+
+logger = logging.getLogger("trainyard.images")
 
 
 class AddError(Exception):
@@ -47,6 +52,8 @@ def registry_reference_problem(reference: str) -> str | None:
 def image_add(image_id: int) -> Image:
     """Bring the image into the store and record what it holds; never raises for the image."""
     image = Image.objects.get(pk=image_id)
+    began = time.monotonic()
+    logger.info("Image %s: adding (%s)", image.name, image.get_source_display())
     try:
         with _source_of(image) as source:
             digest = store_copy(source, tag=store_tag(image.pk))
@@ -54,6 +61,7 @@ def image_add(image_id: int) -> Image:
     except (AddError, StoreError) as error:
         image.state, image.problem = Image.State.FAILED, str(error)
         image.save(update_fields=["state", "problem"])
+        logger.warning("Image %s: could not be added: %s", image.name, error)
         return image
     finally:
         incoming_archive(image.pk).unlink(missing_ok=True)
@@ -61,6 +69,14 @@ def image_add(image_id: int) -> Image:
     image.python_version, image.cuda_version = facts.python_version, facts.cuda_version
     image.torch_version, image.state, image.problem = facts.torch_version, Image.State.READY, ""
     image.save()
+    logger.info(
+        "Image %s: ready, %s, %.0f MB in %d layers, added in %.0f s",
+        image.name,
+        digest[:19],
+        facts.size_bytes / 1e6,
+        len(facts.layers),
+        time.monotonic() - began,
+    )
     return image
 
 
@@ -113,7 +129,11 @@ def _built(image: Image) -> Iterator[str]:
     try:
         try:
             layout, tag = build_containerfile(
-                containerfile=image.source_detail, context=None, bases=bases, work_dir=work
+                containerfile=image.source_detail,
+                context=None,
+                bases=bases,
+                work_dir=work,
+                log=logger.debug,
             )
         except BuildError as error:
             raise AddError(str(error)) from None
@@ -129,7 +149,9 @@ def _recipe_reference(key: str) -> str:
     if recipe is None:
         raise AddError(f"there is no built-in recipe {key!r}")
     try:
-        layout, tag = build_demo_image(recipe, cache_dir=store_path().parent / "recipe-builds")
+        layout, tag = build_demo_image(
+            recipe, cache_dir=store_path().parent / "recipe-builds", log=logger.info
+        )
     except DemoImageError as error:
         raise AddError(str(error)) from None
     return f"oci:{layout}:{tag}"
