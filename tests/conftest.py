@@ -35,6 +35,7 @@ pytest_plugins = [
     "tests.browser_support",
     "tests.executor_sites",
     "tests.support.tiny_images",
+    "tests.support.registry",
 ]
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs.execution.replica import image_cache
 from jobs.execution.replica.image_cache import (
     ImageError,
     image_prepare,
@@ -198,3 +199,25 @@ def test_a_manifest_too_large_to_be_one_is_refused_unread(tmp_path, images):
     digest = put_blob(layout, b" " * (5 * 1024 * 1024) + b"{}")
     with pytest.raises(ImageError, match="larger than a manifest may be"):
         image_prepare(cache_root=tmp_path / "cache", layout=layout, digest=digest, lease="x")
+
+
+def test_an_unpack_reports_how_much_of_the_layers_it_has_read(tmp_path, images, monkeypatch):
+    layout, a, _b = images
+    monkeypatch.setattr(image_cache, "PROGRESS_SECONDS", 0.001)
+    manifest = json.loads((layout / "blobs/sha256" / a.split(":")[1]).read_text())
+    total = sum(layer["size"] for layer in manifest["layers"])
+    heard = []
+    image_prepare(
+        cache_root=tmp_path / "cache",
+        layout=layout,
+        digest=a,
+        lease="x",
+        progress=lambda done, of: heard.append((done, of)),
+    )
+    assert heard and {of for _done, of in heard} == {total}
+    assert all(0 <= done <= total for done, _of in heard)
+    heard.clear()
+    image_prepare(
+        cache_root=tmp_path / "cache", layout=layout, digest=a, lease="y", progress=heard.append
+    )
+    assert heard == []  # cached: nothing to unpack, nothing to report

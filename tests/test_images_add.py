@@ -11,7 +11,10 @@ import subprocess
 import pytest
 
 from jobs.execution.replica.gpu_driver import driver_libraries
+from jobs.execution.replica.image_cache import image_prepare
 from jobs.images.add import image_add, incoming_archive
+from jobs.images.facts import image_facts
+from jobs.images.store import store_copy, store_tag
 from jobs.models import Image
 from jobs.services.submit import job_submit
 from tests.factories import NodeFactory, ProjectFactory, UserFactory
@@ -62,6 +65,74 @@ def test_a_corrupt_archive_fails_with_a_reason(tmp_path, store):
     assert image.state == Image.State.FAILED
     assert image.problem == "the archive is not a tar file (an OCI archive or `docker save`)"
     assert image.digest == ""
+
+
+def test_a_registry_reference_is_pulled_from_the_sites_registry(
+    tmp_path, store, registry, settings
+):
+    layout = tmp_path / "layout"
+    build_tiny_image(layout, "a", marker="A", env=["GREETING=hi"], python=True)
+    subprocess.run(
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--dest-tls-verify=false",
+            f"oci:{layout}:a",
+            f"docker://{registry}/team/tiny:1",
+        ],
+        check=True,
+    )
+    image = Image.objects.create(
+        project=ProjectFactory(),
+        name="from-registry",
+        source=Image.Source.REGISTRY,
+        source_detail=f"{registry}/team/tiny:1",
+        state="adding",
+    )
+    refused = image_add(image.pk)  # TLS, which a plain-HTTP registry does not speak
+    assert refused.state == Image.State.FAILED and "http" in refused.problem.lower()
+    settings.TRAINYARD_IMAGE_INSECURE_REGISTRIES = [registry]
+    Image.objects.filter(pk=image.pk).update(state="adding", problem="")
+    image = image_add(image.pk)
+    assert (image.state, image.problem, image.python_version) == (Image.State.READY, "", "3.11")
+
+
+def test_a_containerfile_is_built_from_a_ready_image_of_the_project(tmp_path, store):
+    layout = tmp_path / "layout"
+    build_tiny_image(layout, "a", marker="A", env=["GREETING=hi"], python=True)
+    project = ProjectFactory()
+    base = Image.objects.create(project=project, name="tiny", source="archive", state="adding")
+    base.digest = store_copy(f"oci:{layout}:a", tag=store_tag(base.pk))
+    base.state = Image.State.READY
+    base.save()
+    recipe = "FROM tiny\nRUN echo built > /etc/built\nENV STAGE=two\n"
+    image = Image.objects.create(
+        project=project, name="built", source="containerfile", source_detail=recipe, state="adding"
+    )
+    image = image_add(image.pk)
+    assert (image.state, image.problem) == (Image.State.READY, "")
+    # The base's own layer, shared, then the RUN's.
+    assert image.layers[0] == image_facts(store, base.digest).layers[0]
+    assert len(image.layers) == 2
+    unpacked = image_prepare(
+        cache_root=tmp_path / "cache", layout=store, digest=image.digest, lease="check"
+    )
+    assert (unpacked.rootfs / "etc/built").read_text() == "built\n"
+    assert "STAGE=two" in unpacked.env and "GREETING=hi" in unpacked.env
+
+
+def test_a_containerfile_from_an_unknown_image_is_refused(store):
+    image = Image.objects.create(
+        project=ProjectFactory(),
+        name="built",
+        source="containerfile",
+        source_detail="FROM elsewhere/base:1\nRUN true\n",
+        state="adding",
+    )
+    image = image_add(image.pk)
+    assert image.state == Image.State.FAILED
+    assert "elsewhere/base:1" in image.problem
 
 
 def test_a_registry_that_cannot_be_reached_fails_with_its_words(store):

@@ -336,6 +336,8 @@ TRAINYARD_IMAGE_STORE = Path(os.environ.get("TRAINYARD_IMAGE_STORE", VAR_DIR / "
 TRAINYARD_IMAGE_CACHE = Path(os.environ.get("TRAINYARD_IMAGE_CACHE", VAR_DIR / "image-cache"))
 TRAINYARD_IMAGE_CACHE_GIB = float(os.environ.get("TRAINYARD_IMAGE_CACHE_GIB", "50"))
 TRAINYARD_HOST_SYSTEM_JOBS = env_bool("TRAINYARD_HOST_SYSTEM_JOBS", True)
+# Registries (host:port) the site runs over plain HTTP, for admins' registry references.
+TRAINYARD_IMAGE_INSECURE_REGISTRIES = env_list("TRAINYARD_IMAGE_INSECURE_REGISTRIES", "")
 # Currency of every price and charge.
 TRAINYARD_CURRENCY = os.environ.get("TRAINYARD_CURRENCY", "CNY")
 # Length of one usage-ledger period (s); the accrual writes one row per attempt and period.

@@ -19,6 +19,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from django.conf import settings
+
 from jobs.models import Image
 
 from .facts import image_facts
@@ -56,7 +58,7 @@ def image_add(image_id: int) -> Image:
     logger.info("Image %s: adding (%s)", image.name, image.get_source_display())
     try:
         with _source_of(image) as source:
-            digest = store_copy(source, tag=store_tag(image.pk))
+            digest = store_copy(source, tag=store_tag(image.pk), options=_source_options(image))
         facts = image_facts(store_path(), digest)
     except (AddError, StoreError) as error:
         image.state, image.problem = Image.State.FAILED, str(error)
@@ -98,6 +100,15 @@ def _source_of(image: Image) -> Iterator[str]:
         yield _recipe_reference(image.source_detail)
     else:
         raise AddError("an image of the node's own system has nothing to add")
+
+
+def _source_options(image: Image) -> tuple[str, ...]:
+    """Plain HTTP only for a registry the site names as its own (no TLS on it)."""
+    host = image.source_detail.split("/", 1)[0]
+    insecure = settings.TRAINYARD_IMAGE_INSECURE_REGISTRIES
+    if image.source == Image.Source.REGISTRY and host in insecure:
+        return ("--src-tls-verify=false",)
+    return ()
 
 
 def _archive_reference(path: Path) -> str:

@@ -33,13 +33,21 @@ def store_tag(image_id: int) -> str:
     return f"image-{int(image_id)}"
 
 
-def store_copy(source: str, *, tag: str) -> str:
-    """Copy the image at ``source`` (a containers-image reference) in as ``tag``; its digest."""
+def store_copy(source: str, *, tag: str, options: tuple[str, ...] = ()) -> str:
+    """Copy the image at ``source`` (a containers-image reference) in as ``tag``; its digest.
+
+    ``options``: skopeo's own for the source (``--src-tls-verify=false``…).
+    """
     store = store_path()
     store.mkdir(parents=True, exist_ok=True)
     with _store_lock(store):
         _skopeo(
-            "copy", "--quiet", "--dest-oci-accept-uncompressed-layers", source, f"oci:{store}:{tag}"
+            "copy",
+            "--quiet",
+            "--dest-oci-accept-uncompressed-layers",
+            *options,
+            source,
+            f"oci:{store}:{tag}",
         )
         return tagged_digest(store, tag)
 

@@ -45,6 +45,7 @@ def build_tiny_image(layout: Path, tag: str, *, marker: str, env: list[str], pyt
     (root / "bin").mkdir(exist_ok=True)
     (root / "etc").mkdir(exist_ok=True)
     (root / "etc" / "marker").write_text(marker + "\n")
+    (root / "bin" / "sh").symlink_to(shutil.which("bash"))  # RUN steps' /bin/sh
     if python:
         shutil.copytree(
             PYTHON_LIB,
