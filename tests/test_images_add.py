@@ -7,8 +7,10 @@ brought into the site's store by skopeo, as an admin's upload is.
 from __future__ import annotations
 
 import subprocess
+import tarfile
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from jobs.execution.replica.gpu_driver import driver_libraries
 from jobs.execution.replica.image_cache import image_prepare
@@ -18,7 +20,7 @@ from jobs.images.store import store_copy, store_tag
 from jobs.models import Image
 from jobs.services.submit import job_submit
 from tests.factories import NodeFactory, ProjectFactory, UserFactory
-from tests.support.tiny_images import build_tiny_image
+from tests.support.tiny_images import append_layer, build_tiny_image
 
 pytestmark = pytest.mark.django_db
 
@@ -175,3 +177,42 @@ def test_the_driver_libraries_come_from_ldconfig_by_soname():
         "/lib/x86_64-linux-gnu/libcuda.so.1",
         "/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
     ]
+
+
+def test_the_facts_find_cuda_and_pytorch_in_the_layers(tmp_path):
+    """A CUDA image's files, as NVIDIA's images and PyTorch's wheels lay them out."""
+    layout = tmp_path / "layout"
+    build_tiny_image(layout, "a", marker="A", env=[], python=False)
+    files = tmp_path / "cuda"
+    for name in (
+        "usr/local/cuda-12.4/lib64/libcudart.so.12.4.127",
+        "usr/local/lib/python3.12/dist-packages/torch-2.5.1+cu124.dist-info/METADATA",
+        "usr/bin/python3.12",
+    ):
+        (files / name).parent.mkdir(parents=True, exist_ok=True)
+        (files / name).write_text("")
+    layer = tmp_path / "cuda.tar"
+    with tarfile.open(layer, "w") as archive:
+        archive.add(files, arcname=".")
+    digest = append_layer(layout, "a", layer, to_tag="cuda")
+    facts = image_facts(layout, digest)
+    assert (facts.python_version, facts.cuda_version, facts.torch_version) == (
+        "3.12",
+        "12.4",
+        "2.5.1+cu124",
+    )
+
+
+def test_a_site_that_runs_every_job_in_an_image_refuses_none(store, settings):
+    settings.TRAINYARD_HOST_SYSTEM_JOBS = False
+    NodeFactory(gpu_model=None, gpu_count=0, cpu_milli=8000, memory_mib=32 * 1024)
+    user = UserFactory()
+    project = ProjectFactory(owner=user)
+    Image.objects.create(project=project, name="host", source="host")
+    base = {"project": project.name, "command": "true", "resources": {"cpu_cores": 1}}
+    for image in (None, "host"):
+        with pytest.raises(ValidationError) as refused:
+            job_submit(user=user, data={**base, "name": "a", "image": image})
+        assert refused.value.message_dict["image"] == [
+            "This site runs every job in an image: choose one of the project's."
+        ]
