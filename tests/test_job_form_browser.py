@@ -47,10 +47,11 @@ def test_gpu_job_with_feasibility_environment_refresh_and_submit(browser, live_s
 
     as_of = page.locator("#free-panel .as-of")
     before = as_of.get_attribute("data-as-of")
-    # The command's change re-renders the estimate panel 300 ms later: let it land first.
+    # The command's change re-renders the estimate panel 300 ms later: let it land first
+    # (under load it landed after a network-idle wait, between the two reads of the form).
+    page.wait_for_timeout(1100)  # and a new snapshot is at least a second newer
     page.wait_for_load_state("networkidle")
     form_before = page.locator("#job-form").inner_html()
-    page.wait_for_timeout(1100)  # a new snapshot is at least a second newer
     page.locator("#free-panel").get_by_role("button", name="Refresh").click()
     expect(as_of).not_to_have_attribute("data-as-of", before)
     expect(page.locator("#free-panel")).to_contain_text("V100")
