@@ -23,7 +23,7 @@ from resources.schemas import ReplicaResourcesOut, replica_resources_out
 from .api_resources import ResourcePartIn
 from .models import Job, JobEvent
 from .models.job import MAX_COMMAND_CHARS, MAX_PORT, MAX_PORTS_PER_JOB, MAX_RETRIES, MIN_PORT
-from .selectors import job_connect_points, jobs_for_user, jobs_user_may_operate
+from .selectors import job_connect_points, job_fair_share, jobs_for_user, jobs_user_may_operate
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
 from .services.stop import job_stop
@@ -175,6 +175,15 @@ class JobDetailOut(JobOut):
     events: list[JobEventOut]
     # Empty until the job is placed, and again once it has released its host ports.
     connect: list[ConnectOut]
+    fair_share_factor: float | None = Field(
+        description="A waiting job's owner's fair-share factor (1: no recent use; within a "
+        "priority, higher goes first); null once it no longer waits"
+    )
+
+    @staticmethod
+    def resolve_fair_share_factor(job: Job) -> float | None:
+        factor = job_fair_share(job)
+        return None if factor is None else round(factor, 3)
 
     @staticmethod
     def resolve_connect(job: Job) -> list[dict]:

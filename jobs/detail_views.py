@@ -30,6 +30,7 @@ from .selectors import (
     job_connect_points,
     job_datasets,
     job_events_in_order,
+    job_fair_share,
     job_pretrained_models,
     job_ran_unisolated,
     jobs_for_page,
@@ -65,6 +66,7 @@ def detail_context(job: Job, **extra) -> dict:
         "events": job_events(job),
         "times": job_times(job=job),
         "unisolated": job_ran_unisolated(job),
+        "fair_share": job_fair_share(job),
         **extra,
     }
 

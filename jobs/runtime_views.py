@@ -24,6 +24,7 @@ from .execution.runtime import (
     pick_attempt,
 )
 from .models import Job
+from .selectors import job_fair_share
 
 # The longest text the log search takes (what is longer is cut).
 MAX_SEARCH_CHARS = 200
@@ -92,7 +93,7 @@ def _int(value: str | None) -> int | None:
 @require_GET
 def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     job = visible_job(request, pk)
-    context = {**runtime_context(job, request.GET), "oob": True}
+    context = {**runtime_context(job, request.GET), "oob": True, "fair_share": job_fair_share(job)}
     if request.GET.get("state", job.state) != job.state:
         context["times"] = job_times(job=job)
         context["events"] = job_events(job)

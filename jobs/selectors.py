@@ -3,6 +3,9 @@
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import DurationField, ExpressionWrapper, F, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
+from django.utils import timezone
+
+from billing.fair_share import fair_share_factors
 
 from .models import (
     Dataset,
@@ -137,3 +140,13 @@ def personal_templates_for(*, user: AbstractBaseUser) -> QuerySet[PersonalTempla
 def personal_template_links_for(*, user: AbstractBaseUser) -> QuerySet[PersonalTemplate]:
     """The user's templates as the New job page links them: the name alone, not the body."""
     return personal_templates_for(user=user).only("name")
+
+
+def job_fair_share(job: Job) -> float | None:
+    """A waiting job's owner's fair-share factor, as the scheduler's pass computes it."""
+    if job.state not in Job.WAITING_STATES:
+        return None
+    owners = set(
+        Job.objects.filter(state__in=Job.WAITING_STATES).values_list("owner_id", flat=True)
+    )
+    return fair_share_factors(user_ids=owners | {job.owner_id}, now=timezone.now())[job.owner_id]

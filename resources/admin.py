@@ -22,6 +22,8 @@ from .models import (
     SiteSettings,
     SlurmGpuType,
     Spec,
+    UsageWeight,
+    UserShare,
     exact_gib,
 )
 from .ratios import milli_to_cores
@@ -223,6 +225,22 @@ class QuotaAdmin(admin.ModelAdmin):
     @admin.display(description=_("limit"), ordering="limit")
     def limit_shown(self, quota: Quota):
         return quota.limit_shown
+
+
+@admin.register(UserShare)
+class UserShareAdmin(admin.ModelAdmin):
+    """Users' shares in the queue's fair share; a user without a row has 1."""
+
+    list_display = ["user", "shares"]
+    search_fields = ["user__username"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(UsageWeight)
+class UsageWeightAdmin(admin.ModelAdmin):
+    """What an hour counts in the fair share; a model without a row counts its list price."""
+
+    list_display = ["gpu_model", "weight"]
 
 
 @admin.register(SlurmGpuType)

@@ -3,7 +3,7 @@
 The pass runs under a database lock (one pass at a time) in one transaction.
 It reads the cluster, the waiting jobs and the quotas once (a fixed number of
 queries, whatever the queue length), decides everything in memory, and writes
-in bulk. Jobs are taken in queue order (priority, then submission time); each
+in bulk. Jobs are taken in queue order (priority, fair share, then submission time); each
 requested model is its own queue, and the first job of a queue that cannot
 start gets a reservation that later jobs may not delay (EASY backfill).
 """
@@ -21,6 +21,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.utils import timezone
 
+from billing.fair_share import fair_share_factors
 from core.reasons import Reason
 from jobs.models import Job
 from resources.catalog import ModelCatalog
@@ -32,7 +33,7 @@ from .cluster import CardUse, Cluster, NodeState, ReplicaUse, typical_of
 from .forecast import forecast_starts, likely_end
 from .placement import Shape, place
 from .ports import PortPool
-from .queue import WaitingJob, load_waiting, waiting_rows
+from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
 from .reasons import ResourceReasons, held_reason, ports_reason
 from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
 
@@ -91,6 +92,9 @@ class SchedulingPass:
         catalog = ModelCatalog.load() if rows else ModelCatalog()
         cluster = Cluster.load(catalog) if rows else Cluster([], catalog)
         jobs = load_waiting(rows, catalog)
+        if jobs:
+            factors = fair_share_factors(user_ids={job.owner_id for job in jobs}, now=now)
+            jobs = in_fair_share_order(jobs, factors)
         cluster.typical = typical_of(job.request for job in jobs)
         return cls(now=now, cluster=cluster, jobs=jobs)
 

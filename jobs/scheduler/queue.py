@@ -1,4 +1,8 @@
-"""The waiting jobs of one pass, in queue order: priority, then submission time.
+"""The waiting jobs of one pass, in queue order: priority, fair share, then submission time.
+
+Within a priority, the jobs of users with less recent use go first: each owner's
+fair-share factor (``billing/fair_share.py``), highest first; equal factors keep
+submission order.
 
 Each requested GPU model is its own queue (CPU jobs share one), so a blocked
 V100 job never holds back a P4 job; quota-wait and resource-wait are separate
@@ -31,6 +35,8 @@ class WaitingJob:
     expected_seconds: int | None
     request: ResourceRequest
     ports: tuple[int, ...] = ()
+    priority: int = Job.Priority.NORMAL
+    fair_share: float = 1.0  # the owner's factor (1.0: no recent use)
 
     @property
     def requested_model(self) -> str | None:
@@ -68,6 +74,7 @@ def waiting_rows() -> list[tuple]:
             "max_runtime_minutes",
             "attempt",
             "expected_seconds",
+            "priority",
             *REQUEST_FIELDS,
         )
     )
@@ -85,8 +92,17 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
     return [
         WaitingJob(
             *row[:9],
-            request=request_from_values(row[9:], catalog),
+            priority=row[9],
+            request=request_from_values(row[10:], catalog),
             ports=tuple(sorted(ports.get(row[0], ()))),
         )
         for row in rows
     ]
+
+
+def in_fair_share_order(jobs: list[WaitingJob], factors: dict[int, float]) -> list[WaitingJob]:
+    """``jobs`` (in priority, then submission order) with each priority's jobs by fair share."""
+    for job in jobs:
+        job.fair_share = factors.get(job.owner_id, 1.0)
+    # Stable: jobs of one priority and factor keep their submission order.
+    return sorted(jobs, key=lambda job: (-job.priority, -job.fair_share))

@@ -17,6 +17,7 @@ from .limits import (
 from .nodes import GpuCard, Node, node_queue
 from .quotas import Quota
 from .replica_columns import REPLICA_RESOURCE_COLUMNS, ReplicaResourceColumns
+from .shares import UsageWeight, UserShare
 from .site import SiteSettings
 from .specs import Spec
 from .units import MIB_PER_GIB, MILLI_PER_CORE, exact_decimal, exact_gib
@@ -42,6 +43,8 @@ __all__ = [
     "SiteSettings",
     "SlurmGpuType",
     "Spec",
+    "UsageWeight",
+    "UserShare",
     "exact_decimal",
     "exact_gib",
     "node_queue",

@@ -19,6 +19,12 @@ class SiteSettings(models.Model):
     heartbeat_timeout_seconds = models.PositiveIntegerField(
         _("node heartbeat timeout (s)"), default=60
     )
+    # Fair share (billing/fair_share.py): how fast a user's past use stops counting.
+    fair_share_half_life_days = models.PositiveSmallIntegerField(
+        _("fair-share half-life (days)"),
+        default=7,
+        help_text=_("After this long a card-hour counts half in the queue's fair share."),
+    )
     # Kept by the heartbeat check itself (jobs/execution/nodes.py): since when it has been
     # watching without a gap, and when it last looked. Not for admins to set.
     heartbeat_watch_since = models.DateTimeField(null=True, blank=True, editable=False)
@@ -29,6 +35,11 @@ class SiteSettings(models.Model):
         verbose_name_plural = _("site settings")
         constraints = [
             models.CheckConstraint(condition=Q(pk=1), name="site_settings_singleton"),
+            models.CheckConstraint(
+                condition=Q(fair_share_half_life_days__gte=1),
+                name="site_settings_half_life_gte_1",
+                violation_error_message=_("The fair-share half-life is at least 1 day."),
+            ),
             models.CheckConstraint(
                 condition=Q(max_nodes_per_job__gte=2),
                 name="site_settings_max_nodes_gte_2",
