@@ -72,11 +72,11 @@ def image_add(image_id: int) -> Image:
     image.torch_version, image.state, image.problem = facts.torch_version, Image.State.READY, ""
     image.save()
     logger.info(
-        "Image %s: ready, %s, %.0f MB in %d layers, added in %.0f s",
+        "Image %s: ready, %s, %.0f MB in %s, added in %.0f s",
         image.name,
         digest[:19],
         facts.size_bytes / 1e6,
-        len(facts.layers),
+        "1 layer" if len(facts.layers) == 1 else f"{len(facts.layers)} layers",
         time.monotonic() - began,
     )
     return image
