@@ -144,9 +144,23 @@ def personal_template_links_for(*, user: AbstractBaseUser) -> QuerySet[PersonalT
 
 def job_fair_share(job: Job) -> float | None:
     """A waiting job's owner's fair-share factor, as the scheduler's pass computes it."""
-    if job.state not in Job.WAITING_STATES:
-        return None
-    owners = set(
-        Job.objects.filter(state__in=Job.WAITING_STATES).values_list("owner_id", flat=True)
-    )
-    return fair_share_factors(user_ids=owners | {job.owner_id}, now=timezone.now())[job.owner_id]
+    return with_fair_shares([job])[0].fair_share
+
+
+def with_fair_shares(jobs: list[Job]) -> list[Job]:
+    """``jobs``, each with ``fair_share``: its owner's factor while it waits, else None.
+
+    The users compared are those the pass compares (every waiting job's owner, and
+    those with recent use); no query when none of ``jobs`` waits.
+    """
+    waiting = [job for job in jobs if job.state in Job.WAITING_STATES]
+    factors = {}
+    if waiting:
+        owners = set(
+            Job.objects.filter(state__in=Job.WAITING_STATES).values_list("owner_id", flat=True)
+        )
+        owners |= {job.owner_id for job in waiting}
+        factors = fair_share_factors(user_ids=owners, now=timezone.now())
+    for job in jobs:
+        job.fair_share = factors.get(job.owner_id) if job.state in Job.WAITING_STATES else None
+    return jobs

@@ -6,7 +6,7 @@ from django.shortcuts import render
 from django.utils.translation import gettext_lazy as _
 
 from .models import Job
-from .selectors import job_list_rows, projects_listed
+from .selectors import job_list_rows, projects_listed, with_fair_shares
 
 JOBS_PER_PAGE = 25
 FILTERS = ("state", "project", "user", "node")
@@ -50,6 +50,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         descending=sort.startswith("-"),
     )
     page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = with_fair_shares(list(page.object_list))
     kept = {k: v for k, v in chosen.items() if v}
     listed = {**kept, **({"sort": sort} if sort != DEFAULT_SORT else {}), "q": search}
     listed = {k: v for k, v in listed.items() if v}

@@ -26,7 +26,7 @@ from jobs.services.personal_templates import personal_template_save
 from notifications.models import Kind, Notification
 from notifications.services import notification_record, settings_for_user
 from resources.free import free_resources_refresh
-from resources.models import Node, SiteSettings, SlurmGpuType
+from resources.models import Node, SiteSettings, SlurmGpuType, UsageWeight, UserShare
 from tests.factories import JobFactory, QuotaFactory, SpecFactory, UserFactory
 from tests.job_site import build_site
 
@@ -87,6 +87,8 @@ def _admin_rows(*, owner, site, job, attempt, account) -> None:
     SpecFactory(name="one-v100", gpu_model=site.v100)
     QuotaFactory(user=owner, gpu_model=site.v100, limit=8)
     SlurmGpuType.objects.create(slurm_type="v100", gpu_model=site.v100)
+    UserShare.objects.create(user=owner, shares=2)
+    UsageWeight.objects.create(gpu_model=site.v100, weight=8)
     free_resources_refresh()
     WorkloadTemplate.objects.create(
         name="ResNet50",

@@ -123,16 +123,24 @@ def test_within_a_priority_a_light_users_job_goes_before_a_heavy_users_earlier_o
     assert [position[job.pk] for job in queued] == [3, 4, 5]  # then in submission order
 
 
-def test_the_job_page_and_the_api_say_the_waiting_jobs_factor(client):
+def test_the_job_page_the_list_and_the_api_say_the_waiting_jobs_factor(client):
     p4 = GpuModelFactory(name="P4")
     owner, other = UserFactory(), UserFactory()
     used(owner, p4, hours=3, ago=timedelta(0))
     used(other, p4, hours=1, ago=timedelta(0))
-    job = JobFactory(owner=owner, gpu_model=p4, state=Job.State.RESOURCE_WAIT, queue_position=3)
+    job = JobFactory(
+        owner=owner,
+        gpu_model=p4,
+        state=Job.State.RESOURCE_WAIT,
+        state_reason="Waiting for resources",
+        queue_position=3,
+    )
     expected = fair_share_factors(user_ids={owner.pk}, now=timezone.now())[owner.pk]
     client.force_login(owner)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"Your factor is {expected:.2f}: within a priority, users with less recent use" in page
+    listing = client.get("/jobs/").content.decode()
+    assert f"fair share {expected:.2f}" in listing
     detail = client.get(f"/api/v1/jobs/{job.pk}").json()
     assert detail["fair_share_factor"] == round(expected, 3)
     Job.objects.filter(pk=job.pk).update(state=Job.State.SUCCEEDED)
