@@ -21,6 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from jobs.execution.replica.image_cache import ImageError
 from jobs.models import Image
 
 from .facts import image_facts
@@ -60,7 +61,7 @@ def image_add(image_id: int) -> Image:
         with _source_of(image) as source:
             digest = store_copy(source, tag=store_tag(image.pk), options=_source_options(image))
         facts = image_facts(store_path(), digest)
-    except (AddError, StoreError) as error:
+    except (AddError, StoreError, ImageError) as error:
         image.state, image.problem = Image.State.FAILED, str(error)
         image.save(update_fields=["state", "problem"])
         logger.warning("Image %s: could not be added: %s", image.name, error)

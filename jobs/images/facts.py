@@ -8,11 +8,12 @@ lists, streamed without unpacking: an official image says ``PYTHON_VERSION`` or
 
 from __future__ import annotations
 
-import json
 import re
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from jobs.execution.replica.image_cache import image_manifest_and_config
 
 PYTHON_FILE = re.compile(r"^(?:\./)?usr/(?:local/)?bin/python(3\.\d+)$")
 CUDA_FILES = (
@@ -27,24 +28,20 @@ TORCH_FILE = re.compile(r"/(?:site|dist)-packages/torch-([0-9][^/]*?)\.dist-info
 class ImageFacts:
     size_bytes: int
     layers: list[dict]
-    env: list[str]
     python_version: str = ""
     cuda_version: str = ""
     torch_version: str = ""
-    found: dict = field(default_factory=dict)
 
 
 def image_facts(layout: Path, digest: str) -> ImageFacts:
-    manifest = _blob_json(layout, digest)
-    config_descriptor = manifest["config"]
-    config = _blob_json(layout, config_descriptor["digest"])
+    """What ``digest`` holds; ``ImageError`` if its manifest or config is not what it says."""
+    manifest, config = image_manifest_and_config(layout=layout, digest=digest)
     layers = [{"digest": item["digest"], "size": int(item["size"])} for item in manifest["layers"]]
-    env = list((config.get("config") or {}).get("Env") or [])
     facts = ImageFacts(
-        size_bytes=sum(layer["size"] for layer in layers) + int(config_descriptor["size"]),
+        size_bytes=sum(layer["size"] for layer in layers) + int(manifest["config"]["size"]),
         layers=layers,
-        env=env,
     )
+    env = (config.get("config") or {}).get("Env") or []
     variables = dict(item.partition("=")[::2] for item in env)
     pythons: set[str] = set()
     cudas: set[str] = set()
@@ -83,7 +80,3 @@ def _layer_names(layout: Path, digest: str):
                 yield member.name
     except (tarfile.TarError, OSError, EOFError):
         return
-
-
-def _blob_json(layout: Path, digest: str) -> dict:
-    return json.loads((layout / "blobs" / "sha256" / digest.split(":")[1]).read_bytes())

@@ -72,8 +72,7 @@ def image_prepare(
     ``progress(done_bytes, total_bytes)`` hears how much of the image's layers the
     unpack has read, every few seconds while it runs; not at all when it is cached.
     """
-    if not DIGEST.fullmatch(digest):
-        raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
+    _check_digest(digest)
     entry = _entry(cache_root, digest)
     with _digest_lock(cache_root, digest):
         if not (entry / "image.json").exists():
@@ -86,15 +85,13 @@ def image_prepare(
 
 def image_env(*, layout: Path, digest: str) -> list[str]:
     """The image's ``Env`` from its config in ``layout``, both checked against their digests."""
-    if not DIGEST.fullmatch(digest):
-        raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
-    manifest = _json(_verified_blob(layout, digest, what="manifest"), f"image manifest {digest}")
-    descriptor = manifest.get("config")
-    if not isinstance(descriptor, dict) or not DIGEST.fullmatch(str(descriptor.get("digest"))):
-        raise ImageError("the image's manifest names no config: the image is corrupt")
-    return _image_env(
-        _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
-    )
+    return _image_env(image_manifest_and_config(layout=layout, digest=digest)[1])
+
+
+def image_manifest_and_config(*, layout: Path, digest: str) -> tuple[dict, dict]:
+    """The image's manifest and config in ``layout``, each checked against its digest."""
+    manifest, _size = _manifest(layout, digest)
+    return manifest, _config(layout, manifest)
 
 
 def image_release(*, cache_root: Path, digest: str, lease: str) -> None:
@@ -149,13 +146,8 @@ def _digest_lock(cache_root: Path, digest: str) -> Iterator[None]:
 
 
 def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path, progress) -> None:
-    manifest_bytes = _verified_blob(layout, digest, what="manifest")
-    manifest = _json(manifest_bytes, f"image manifest {digest}")
-    descriptor = manifest.get("config")
-    if not isinstance(descriptor, dict) or not DIGEST.fullmatch(str(descriptor.get("digest"))):
-        raise ImageError("the image's manifest names no config: the image is corrupt")
-    config = _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
-    env = _image_env(config)
+    manifest, manifest_size = _manifest(layout, digest)
+    env = _image_env(_config(layout, manifest))
     layers_bytes = sum(
         int(layer.get("size") or 0)
         for layer in manifest.get("layers") or []
@@ -170,7 +162,7 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path, progress) 
         descriptor = {
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
             "digest": digest,
-            "size": len(manifest_bytes),
+            "size": manifest_size,
             "annotations": {"org.opencontainers.image.ref.name": "trainyard"},
         }
         (view / "index.json").write_text(
@@ -199,6 +191,25 @@ def _unpack(cache_root: Path, layout: Path, digest: str, entry: Path, progress) 
         raise
     with (cache_root / UNPACKS_LOG).open("a") as log:
         log.write(f"{digest}\n")
+
+
+def _check_digest(digest: str) -> None:
+    if not DIGEST.fullmatch(digest):
+        raise ImageError(f"{digest!r} is not an image digest (sha256:<64 hex digits>)")
+
+
+def _manifest(layout: Path, digest: str) -> tuple[dict, int]:
+    """The manifest, checked against ``digest``, and its size in bytes."""
+    _check_digest(digest)
+    data = _verified_blob(layout, digest, what="manifest")
+    return _json(data, f"image manifest {digest}"), len(data)
+
+
+def _config(layout: Path, manifest: dict) -> dict:
+    descriptor = manifest.get("config")
+    if not isinstance(descriptor, dict) or not DIGEST.fullmatch(str(descriptor.get("digest"))):
+        raise ImageError("the image's manifest names no config: the image is corrupt")
+    return _json(_verified_blob(layout, descriptor["digest"], what="config"), "image config")
 
 
 def _image_env(config: dict) -> list[str]:
