@@ -171,7 +171,7 @@ def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Iso
         "storage": {
             "output": str(mounts.output),
             "limit_bytes": job.storage_gib * GIB,
-            "scratch": list(sandbox.IMAGE_SCRATCH if image else sandbox.HOST_SCRATCH),
+            "scratch": sandbox.scratch_paths(in_image=bool(image)),
         },
     }
     try:

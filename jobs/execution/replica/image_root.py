@@ -19,6 +19,11 @@ from .image_cache import CachedImage, image_env, image_prepare, image_release, i
 GIB = 1024 * 1024 * 1024
 
 
+def image_name(job) -> str:
+    """How reasons and logs name the job's image: its name, or its digest once the row is gone."""
+    return job.image.name if job.image_id else job.image_digest
+
+
 def lease_for(attempt_id: int) -> str:
     return f"attempt-{int(attempt_id)}"
 
@@ -72,5 +77,4 @@ def image_plan(job) -> dict | None:
     if not job.image_digest:
         return None
     env = image_env(layout=Path(settings.TRAINYARD_IMAGE_STORE), digest=job.image_digest)
-    name = job.image.name if job.image_id else job.image_digest
-    return {"digest": job.image_digest, "name": name, "env": env}
+    return {"digest": job.image_digest, "name": image_name(job), "env": env}

@@ -256,6 +256,7 @@ def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Eve
     killed; the replica script then ends, and the tracking pass reports why.
     """
     from jobs.execution.replica.runner import (
+        HOST_SCRATCH,
         STORAGE_NAME,
         STORAGE_WATCH_SECONDS,
         sandbox_tmp_bytes,
@@ -266,7 +267,7 @@ def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Eve
     limit, output = plan["storage_bytes"], Path(plan["mounts"]["output"])
     while not done.wait(STORAGE_WATCH_SECONDS):
         sandboxes = outer_sandboxes(script_pid)
-        scratch = plan.get("scratch") or ("/tmp", "/dev/shm")
+        scratch = plan.get("scratch") or HOST_SCRATCH
         used = tree_bytes(output) + sum(sandbox_tmp_bytes(pid, scratch) for pid in sandboxes)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})

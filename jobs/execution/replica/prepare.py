@@ -31,7 +31,7 @@ from . import limits, network, sandbox
 from .folder import AttemptFolder
 from .gpu_driver import gpu_driver_files
 from .image_cache import CachedImage, ImageError
-from .image_root import attempt_image_prepare, image_environment
+from .image_root import attempt_image_prepare, image_environment, image_name
 from .script import command_script
 
 GIB = 1024 * 1024 * 1024
@@ -252,8 +252,7 @@ def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> 
 def root_label(job: Job) -> str:
     """What the job's ``/`` is, for its log: its image, or the node's own system."""
     if job.image_digest:
-        name = job.image.name if job.image_id else "an image"
-        return f"image {name} ({job.image_digest[:19]}…) as /"
+        return f"image {image_name(job)} ({job.image_digest[:19]}…) as /"
     return "the node's own system as / (no image)"
 
 
@@ -293,7 +292,7 @@ def prepare_image(attempt: ReplicaAttempt, mounts: sandbox.Mounts) -> CachedImag
     job = attempt.replica.job
     if not job.image_digest:
         return None
-    name = job.image.name if job.image_id else job.image_digest
+    name = image_name(job)
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -314,8 +313,7 @@ def prepare_image(attempt: ReplicaAttempt, mounts: sandbox.Mounts) -> CachedImag
 
 def fail_image(attempt: ReplicaAttempt, error: ImageError) -> None:
     """A broken image fails the job at once (no retry can help); a node's fault re-places it."""
-    job = attempt.replica.job
-    name = job.image.name if job.image_id else job.image_digest
+    name = image_name(attempt.replica.job)
     if error.node_fault:
         reason = Reason(
             "image.node", {"node": attempt.node.name, "image": name, "error": str(error)}

@@ -38,6 +38,9 @@ RESERVE_BYTES = 256 * 1024
 # How often the storage watch looks: the overrun is what the job writes in this long.
 STORAGE_WATCH_SECONDS = 1.0
 STORAGE_NAME = "storage.json"
+# The sandbox's own tmpfs on the host's root, which count as the job's storage; an image's
+# sandbox has more (``sandbox.IMAGE_SCRATCH``), and the spec names them.
+HOST_SCRATCH = ("/tmp", "/dev/shm")
 
 
 def now_iso() -> str:
@@ -216,7 +219,7 @@ def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -
     """
     limit = storage["limit_bytes"]
     while not stop.wait(STORAGE_WATCH_SECONDS):
-        scratch = storage.get("scratch") or ("/tmp", "/dev/shm")
+        scratch = storage.get("scratch") or HOST_SCRATCH
         used = tree_bytes(Path(storage["output"])) + sandbox_tmp_bytes(process.pid, scratch)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
@@ -239,7 +242,7 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def sandbox_tmp_bytes(leader: int, scratch=("/tmp", "/dev/shm")) -> int:
+def sandbox_tmp_bytes(leader: int, scratch=HOST_SCRATCH) -> int:
     """What the sandbox's tmpfs (``scratch``) hold, seen through its init's root."""
     try:
         children = Path(f"/proc/{leader}/task/{leader}/children").read_text().split()

@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .host_network import host_problem
+from .runner import HOST_SCRATCH
 
 SANDBOX_COMMAND_PATH = "/run/trainyard/command.sh"
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/sys")
@@ -31,9 +32,15 @@ SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # In an image: what the job may write (a private /dev/shm: PyTorch's DataLoader workers and
 # NCCL pass tensors through it); the host's GPU driver files (``gpu_driver.py``).
-IMAGE_SCRATCH = ("/tmp", "/dev/shm", "/root", "/var/tmp")
-HOST_SCRATCH = ("/tmp", "/dev/shm")
+IMAGE_SCRATCH = (*HOST_SCRATCH, "/root", "/var/tmp")
+# /trainyard and /run in an image: tmpfs only for the mount points made under them.
+MOUNT_POINTS_TMPFS_BYTES = 1024 * 1024
 GPU_DRIVER_DIR = "/run/trainyard/driver"
+
+
+def scratch_paths(*, in_image: bool) -> list[str]:
+    """The sandbox's tmpfs the runner counts as the job's storage (the spec's ``scratch``)."""
+    return list(IMAGE_SCRATCH if in_image else HOST_SCRATCH)
 
 
 def bwrap_path() -> str | None:
@@ -157,8 +164,9 @@ def _image_root_argv(image_root: Path, tmp_bytes: int) -> list[str]:
     argv = ["--ro-bind", str(image_root), "/", "--ro-bind", "/sys", "/sys"]
     argv += ["--dev", "/dev", "--proc", "/proc"]
     argv += _scratch_argv(IMAGE_SCRATCH, tmp_bytes)
-    argv += ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", "/trainyard"]
-    return argv + ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", "/run"]
+    for path in ("/trainyard", "/run"):
+        argv += ["--perms", "0755", "--size", str(MOUNT_POINTS_TMPFS_BYTES), "--tmpfs", path]
+    return argv
 
 
 def _scratch_argv(paths: tuple[str, ...], size_bytes: int) -> list[str]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from core.reasons import Reason
 from jobs.execution.replica.failure import exited_reason, isolation_refusal, storage_reason
+from jobs.execution.replica.image_root import image_name
 from jobs.execution.replica.runner import describe
 from jobs.models import ReplicaAttempt
 
@@ -103,8 +104,7 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
 
 
 def _image_refused(refused: dict, attempt: ReplicaAttempt, exit_code: int | None) -> Outcome:
-    job = attempt.replica.job
-    name = job.image.name if job.image_id else job.image_digest
+    name = image_name(attempt.replica.job)
     if refused.get("node_fault"):
         params = {"node": attempt.node.name, "image": name, "error": refused["problem"]}
         return Outcome(State.FAILED, exit_code, Reason("image.node", params), platform_fault=True)

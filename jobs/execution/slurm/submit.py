@@ -232,7 +232,7 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
             },
             "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
             "image": {"digest": image["digest"], "name": image["name"]} if image else None,
-            "scratch": list(sandbox.IMAGE_SCRATCH if image else sandbox.HOST_SCRATCH),
+            "scratch": sandbox.scratch_paths(in_image=bool(image)),
             "tmp_bytes": job.storage_gib * GIB,
             "storage_bytes": job.storage_gib * GIB,
             "max_processes": process_limit(job.cpu_milli),
