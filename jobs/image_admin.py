@@ -126,9 +126,7 @@ class ImageAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("contents"))
     def contents(self, image: Image) -> str:
-        found = [("Python", image.python_version), ("PyTorch", image.torch_version)]
-        found += [("CUDA", image.cuda_version)]
-        return " · ".join(f"{name} {version}" for name, version in found if version) or "—"
+        return " · ".join(image.contents) or "—"
 
     @admin.display(description=_("layers"))
     def layer_list(self, image: Image) -> str:
@@ -138,8 +136,5 @@ class ImageAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("jobs using it"), ordering="job_count")
     def jobs_using(self, image: Image):
-        count = getattr(image, "job_count", None)
-        if count is None:
-            count = image.job_set.count()
         url = reverse("admin:jobs_job_changelist") + f"?image__id__exact={image.pk}"
-        return format_html('<a href="{}">{}</a>', url, count)
+        return format_html('<a href="{}">{}</a>', url, image.job_count)  # get_queryset's

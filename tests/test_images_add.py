@@ -216,3 +216,25 @@ def test_a_site_that_runs_every_job_in_an_image_refuses_none(store, settings):
         assert refused.value.message_dict["image"] == [
             "This site runs every job in an image: choose one of the project's."
         ]
+
+
+def test_the_form_lists_each_image_with_what_it_holds_or_why_not(client):
+    user = UserFactory()
+    project = ProjectFactory(owner=user)
+    digest = "sha256:" + "cd" * 32
+    Image.objects.create(
+        project=project,
+        name="torch",
+        source="archive",
+        digest=digest,
+        python_version="3.11.2",
+        torch_version="2.13.0+cpu",
+        is_default=True,
+    )
+    Image.objects.create(project=project, name="coming", source="archive", state="adding")
+    Image.objects.create(project=project, name="host", source="host")
+    client.force_login(user)
+    page = client.get("/jobs/new/").content.decode()
+    assert "torch (Python 3.11.2, PyTorch 2.13.0+cpu)" in page
+    assert "coming (being added)" in page
+    assert "host (the node&#x27;s own system)" in page

@@ -370,11 +370,7 @@ def image_label(image) -> str:
     """An image as the form lists it: its name, and what it holds or why it cannot be used."""
     if image.state != image.State.READY:
         return f"{image.name} ({image.get_state_display()})"
-    found = [f"Python {image.python_version}"] if image.python_version else []
-    found += [f"PyTorch {image.torch_version}"] if image.torch_version else []
-    found += [f"CUDA {image.cuda_version}"] if image.cuda_version else []
-    if image.is_host_system:
-        found = [str(_("the node's own system"))]
+    found = [str(_("the node's own system"))] if image.is_host_system else image.contents
     return f"{image.name} ({', '.join(found)})" if found else image.name
 
 

@@ -52,6 +52,11 @@ def store_copy(source: str, *, tag: str, options: tuple[str, ...] = ()) -> str:
         return tagged_digest(store, tag)
 
 
+def store_holds(digest: str) -> bool:
+    """Whether the store has the manifest of ``digest`` (its layers are the manifest's)."""
+    return bool(digest) and (store_path() / "blobs" / "sha256" / digest.split(":")[-1]).exists()
+
+
 def tagged_digest(layout: Path, tag: str) -> str:
     index = json.loads((layout / "index.json").read_text())
     for manifest in index.get("manifests", []):

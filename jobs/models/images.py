@@ -79,3 +79,10 @@ class Image(models.Model):
     def is_host_system(self) -> bool:
         """Jobs on it run on the node's own root filesystem, not in an image."""
         return self.source == self.Source.HOST
+
+    @property
+    def contents(self) -> list[str]:
+        """What was found in it: ``["Python 3.11.2", "PyTorch 2.13.0+cpu"]``, CUDA last."""
+        found = [("Python", self.python_version), ("PyTorch", self.torch_version)]
+        found.append(("CUDA", self.cuda_version))
+        return [f"{name} {version}" for name, version in found if version]

@@ -17,6 +17,7 @@ from billing.models import Price
 from core.task_names import send_task
 from jobs.estimates.seed import seed_templates
 from jobs.images.demo_recipes import DEMO_RECIPES
+from jobs.images.store import store_holds
 from jobs.models import CodeVersion, Dataset, Image, PretrainedModel, Project
 from resources.models import GpuModel, Node, Quota, SiteSettings, Spec
 from resources.services import node_sync_cards
@@ -255,15 +256,13 @@ class Command(BaseCommand):
         Image.objects.filter(
             project=project, name="trainyard/tensorflow:2.15", source=Image.Source.HOST
         ).exclude(job__isnull=False).delete()
-        store = Path(settings.TRAINYARD_IMAGE_STORE)
         for recipe in DEMO_RECIPES:
             image, _created = Image.objects.get_or_create(
                 project=project,
                 name=recipe.name,
                 defaults={"source": Image.Source.RECIPE, "state": Image.State.ADDING},
             )
-            blob = store / "blobs" / "sha256" / image.digest.removeprefix("sha256:")
-            if image.state == Image.State.READY and image.digest and blob.exists():
+            if image.state == Image.State.READY and store_holds(image.digest):
                 continue
             image.source, image.source_detail = Image.Source.RECIPE, recipe.key
             image.state, image.digest, image.problem = Image.State.ADDING, "", ""
