@@ -17,19 +17,22 @@ which a row weighs under 0.1 %); each day decays from its middle.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
 
 from billing.models import Price, UsageRecord
+from billing.pricing import PriceBook
 from resources.models import SiteSettings, UsageWeight, UserShare
 
 WINDOW_HALF_LIVES = 10
 
 
 def fair_share_factors(*, user_ids: set[int], now: datetime) -> dict[int, float]:
-    """The factor of each user of ``user_ids`` (3 queries, 4 with the site's settings)."""
+    """The factor of each user of ``user_ids`` (5 queries: the site's settings, prices,
+    weights, the ledger's days and the shares)."""
     if not user_ids:
         return {}
     half_life = timedelta(days=SiteSettings.load().fair_share_half_life_days)
@@ -51,7 +54,7 @@ def fair_share_factors(*, user_ids: set[int], now: datetime) -> dict[int, float]
 
 def decayed_usage(*, now: datetime, half_life: timedelta) -> dict[int, float]:
     """Each user's weighted unit-hours, each day's halved per half-life of its age."""
-    weights = usage_weights(now)
+    weight = usage_weights(now)
     rows = (
         UsageRecord.objects.filter(period_end__gt=now - WINDOW_HALF_LIVES * half_life)
         .annotate(day=TruncDate("period_end"))
@@ -64,16 +67,21 @@ def decayed_usage(*, now: datetime, half_life: timedelta) -> dict[int, float]:
         middle = datetime.combine(day, datetime.min.time(), now.tzinfo) + timedelta(hours=12)
         age = max(timedelta(0), now - middle)
         decay = 0.5 ** (age / half_life)
-        usage[user] += float(seconds) / 3600 * weights.get(model, 1.0) * decay
+        usage[user] += float(seconds) / 3600 * weight(model) * decay
     return dict(usage)
 
 
-def usage_weights(now: datetime) -> dict[int | None, float]:
-    """Weight per unit-hour by GPU model id (None: the CPU core-hour): set, else list price."""
-    weights: dict[int | None, float] = {}
-    prices = Price.objects.filter(valid_from__lte=now).order_by("valid_from")
-    for model, amount in prices.values_list("gpu_model_id", "amount"):
-        weights[model] = float(amount)  # the newest price last
-    for model, weight in UsageWeight.objects.values_list("gpu_model_id", "weight"):
-        weights[model] = float(weight)
-    return weights
+def usage_weights(now: datetime) -> Callable[[int | None], float]:
+    """Weight per unit-hour of a GPU model id (None: the CPU core-hour): set, else the list
+    price in effect now (``PriceBook``), else 1."""
+    book = PriceBook.load()
+    set_weights = dict(UsageWeight.objects.values_list("gpu_model_id", "weight"))
+
+    def weight(model: int | None) -> float:
+        if model in set_weights:
+            return float(set_weights[model])
+        unit = Price.Unit.CORE_HOUR if model is None else Price.Unit.CARD_HOUR
+        price = book.price_at(unit=unit, gpu_model_id=model, moment=now)
+        return float(price.amount) if price else 1.0
+
+    return weight
