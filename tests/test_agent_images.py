@@ -125,6 +125,7 @@ def test_an_image_missing_from_the_store_fails_the_job_at_once_without_its_retri
     assert job.state_reason_code == "image.broken"
     assert f"Image {image.name} cannot be used" in job.state_reason
     assert "has no manifest" in job.state_reason
+    assert str(settings.TRAINYARD_IMAGE_STORE) not in job.state_reason  # no platform path
     assert len(attempts_of(job)) == 1  # no retry: every try would use the same image
 
 
