@@ -240,7 +240,7 @@ def _verified_blob(layout: Path, digest: str, *, what: str) -> bytes:
             raise ImageError(f"image {what} {digest} is larger than a {what} may be")
         data = path.read_bytes()
     except OSError:
-        raise ImageError(f"image {digest} has no {what} in {layout}") from None
+        raise ImageError(f"image {digest} has no {what} in the site's image store") from None
     if f"sha256:{hashlib.sha256(data).hexdigest()}" != digest:
         raise ImageError(f"image {what} {digest} does not match its digest: the image is corrupt")
     return data
