@@ -14,12 +14,13 @@ from django.core.exceptions import ValidationError
 
 from jobs.execution.replica.gpu_driver import driver_libraries
 from jobs.execution.replica.image_cache import image_prepare
+from jobs.execution.replica.prepare import root_label
 from jobs.images.add import image_add, incoming_archive
 from jobs.images.facts import image_facts
 from jobs.images.store import store_copy, store_tag
 from jobs.models import Image
 from jobs.services.submit import job_submit
-from tests.factories import NodeFactory, ProjectFactory, UserFactory
+from tests.factories import JobFactory, NodeFactory, ProjectFactory, UserFactory
 from tests.support.tiny_images import append_layer, build_tiny_image
 
 pytestmark = pytest.mark.django_db
@@ -238,3 +239,16 @@ def test_the_form_lists_each_image_with_what_it_holds_or_why_not(client):
     assert "torch (Python 3.11.2, PyTorch 2.13.0+cpu)" in page
     assert "coming (being added)" in page
     assert "host (the node&#x27;s own system)" in page
+
+
+def test_the_log_names_the_root_the_replica_really_has():
+    """Without the sandbox (plain processes) a job's image cannot be its root: the log says so."""
+    image = Image.objects.create(
+        project=ProjectFactory(), name="tiny", source="archive", digest="sha256:" + "ab" * 32
+    )
+    job = JobFactory(image=image, image_digest=image.digest)
+    assert root_label(job, {"image": {"digest": image.digest}}) == (
+        "image tiny (sha256:abababababab…) as /"
+    )
+    assert root_label(job, {"image": None}).startswith("the node's own system as /: image tiny")
+    assert root_label(JobFactory(), {"image": None}) == "the node's own system as / (no image)"
