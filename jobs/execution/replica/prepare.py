@@ -242,17 +242,22 @@ def write_header(folder: AttemptFolder, attempt: ReplicaAttempt, spec: dict) -> 
         f"[trainyard] {isolation}, uid {spec['uid'] if spec['uid'] is not None else os.getuid()}, "
         f"memory limit {job.memory_mib} MiB ({memory}), processes {processes}, "
         f"cpus {spec['cpus'] or 'not pinned'}",
-        f"[trainyard] {root_label(job)}",
+        f"[trainyard] {root_label(job, spec)}",
     ]
     with folder.log.open("a") as log:
         log.write("\n".join(lines) + "\n")
     os.chmod(folder.log, 0o600)
 
 
-def root_label(job: Job) -> str:
-    """What the job's ``/`` is, for its log: its image, or the node's own system."""
-    if job.image_digest:
+def root_label(job: Job, spec: dict) -> str:
+    """What the replica's ``/`` is, for its log: its image, or the node's own system."""
+    if spec.get("image"):
         return f"image {image_name(job)} ({job.image_digest[:19]}…) as /"
+    if job.image_digest:
+        return (
+            f"the node's own system as /: image {image_name(job)} needs the sandbox, "
+            "which this node does not run"
+        )
     return "the node's own system as / (no image)"
 
 
