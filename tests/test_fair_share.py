@@ -139,6 +139,9 @@ def test_the_job_page_the_list_and_the_api_say_the_waiting_jobs_factor(client):
     client.force_login(owner)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
     assert f"Your factor is {expected:.2f}: within a priority, users with less recent use" in page
+    # The page's live part, polled while the job waits, re-renders the same card.
+    panel = client.get(f"/jobs/{job.pk}/runtime/").content.decode()
+    assert f"Your factor is {expected:.2f}" in panel
     listing = client.get("/jobs/").content.decode()
     assert f"fair share {expected:.2f}" in listing
     detail = client.get(f"/api/v1/jobs/{job.pk}").json()
