@@ -10,6 +10,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from billing.accounts import account_for_user
@@ -149,3 +151,27 @@ def test_the_job_page_the_list_and_the_api_say_the_waiting_jobs_factor(client):
     Job.objects.filter(pk=job.pk).update(state=Job.State.SUCCEEDED)
     assert client.get(f"/api/v1/jobs/{job.pk}").json()["fair_share_factor"] is None
     assert "Your factor is" not in client.get(f"/jobs/{job.pk}/").content.decode()
+
+
+def test_the_list_api_gives_each_waiting_jobs_factor_in_queries_that_do_not_grow(client):
+    """``GET /api/v1/jobs`` says the factor as the job's own record does, at any page size."""
+    p4 = GpuModelFactory(name="P4")
+    owner, other = UserFactory(), UserFactory()
+    used(owner, p4, hours=3, ago=timedelta(0))
+    used(other, p4, hours=1, ago=timedelta(0))
+    expected = round(fair_share_factors(user_ids={owner.pk}, now=timezone.now())[owner.pk], 3)
+    client.force_login(owner)
+
+    def listed(count: int) -> tuple[list[dict], int]:
+        for _ in range(count):
+            JobFactory(owner=owner, gpu_model=p4, state=Job.State.QUOTA_WAIT)
+        with CaptureQueriesContext(connection) as queries:
+            items = client.get("/api/v1/jobs?state=quota_wait").json()["items"]
+        return items, len(queries)
+
+    few, few_queries = listed(2)
+    many, many_queries = listed(20)
+    assert {item["fair_share_factor"] for item in many} == {expected}
+    assert len(many) == 22 and few_queries == many_queries
+    finished = client.get("/api/v1/jobs?state=succeeded").json()["items"]
+    assert finished and all(item["fair_share_factor"] is None for item in finished)
