@@ -23,7 +23,13 @@ from resources.schemas import ReplicaResourcesOut, replica_resources_out
 from .api_resources import ResourcePartIn
 from .models import Job, JobEvent
 from .models.job import MAX_COMMAND_CHARS, MAX_PORT, MAX_PORTS_PER_JOB, MAX_RETRIES, MIN_PORT
-from .selectors import job_connect_points, job_fair_share, jobs_for_user, jobs_user_may_operate
+from .selectors import (
+    job_connect_points,
+    job_fair_share,
+    jobs_for_user,
+    jobs_user_may_operate,
+    with_fair_shares,
+)
 from .services.job_export import PRIORITY_NAMES, job_submit_body
 from .services.ports import job_ports_update
 from .services.stop import job_stop
@@ -75,6 +81,10 @@ class JobOut(Schema):
     state_reason_params: dict
     queue_position: int | None
     estimated_start: datetime | None
+    fair_share_factor: float | None = Field(
+        description="A waiting job's owner's fair-share factor (1: no recent use; within a "
+        "priority, higher goes first); null once it no longer waits"
+    )
     task_mode: str
     replicas: int
     config_mode: str
@@ -147,6 +157,12 @@ class JobOut(Schema):
     def resolve_priority(job: Job) -> str:
         return PRIORITY_NAMES.get(job.priority, str(job.priority))
 
+    @staticmethod
+    def resolve_fair_share_factor(job: Job) -> float | None:
+        # A list page has it already (``_JobPage``); one job alone asks for it.
+        factor = job.fair_share if hasattr(job, "fair_share") else job_fair_share(job)
+        return None if factor is None else round(factor, 3)
+
 
 class JobEventOut(Schema):
     created_at: datetime
@@ -175,15 +191,6 @@ class JobDetailOut(JobOut):
     events: list[JobEventOut]
     # Empty until the job is placed, and again once it has released its host ports.
     connect: list[ConnectOut]
-    fair_share_factor: float | None = Field(
-        description="A waiting job's owner's fair-share factor (1: no recent use; within a "
-        "priority, higher goes first); null once it no longer waits"
-    )
-
-    @staticmethod
-    def resolve_fair_share_factor(job: Job) -> float | None:
-        factor = job_fair_share(job)
-        return None if factor is None else round(factor, 3)
 
     @staticmethod
     def resolve_connect(job: Job) -> list[dict]:
@@ -219,8 +226,17 @@ def submit_job(request: HttpRequest, payload: JobIn):
     return Status(201, _with_related(Job.objects).get(pk=job.pk))
 
 
+class _JobPage(Pagination):
+    """The page's jobs with their owners' fair-share factors, in one go (not per job)."""
+
+    def paginate_queryset(self, queryset, pagination, request, **params):
+        page = super().paginate_queryset(queryset, pagination, request, **params)
+        page["items"] = with_fair_shares(list(page["items"]))
+        return page
+
+
 @router.get("/jobs", response=list[JobOut])
-@paginate(Pagination)
+@paginate(_JobPage)
 def list_jobs(
     request: HttpRequest,
     state: str = "",

@@ -30,8 +30,9 @@ def test_submit_queries_are_pinned(owner_client, site, django_assert_num_queries
     owner_client.post("/api/v1/jobs", job_body(), content_type=JSON)  # warm the session
     # Resolve and check the input, create the job, read it back: no per-field
     # round trips (the database's constraints are not asked again row by row); its expected
-    # run time costs 4 (the estimator's prior and the owner's runs of the command).
-    with django_assert_num_queries(31):
+    # run time costs 4 (the estimator's prior and the owner's runs of the command), and the
+    # owner's fair-share factor in the answer 6 (jobs.selectors.with_fair_shares).
+    with django_assert_num_queries(37):
         response = owner_client.post("/api/v1/jobs", job_body(), content_type=JSON)
     assert response.status_code == 201
 
