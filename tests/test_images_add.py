@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import tarfile
+import tempfile
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -135,6 +136,24 @@ def test_a_containerfile_from_an_unknown_image_is_refused(store):
     )
     image = image_add(image.pk)
     assert image.state == Image.State.FAILED
+    assert "elsewhere/base:1" in image.problem
+
+
+def test_a_containerfiles_work_folder_is_a_path_buildah_can_name_whatever_is_drawn(
+    store, monkeypatch
+):
+    """A random folder name that starts or ends with ``_`` (``mkdtemp`` draws from a-z, 0-9
+    and ``_``) is no reference path for buildah: about one build in twenty failed on it."""
+    monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: iter(["_edge_", "x__y_"]))
+    image = Image.objects.create(
+        project=ProjectFactory(),
+        name="built",
+        source="containerfile",
+        source_detail="FROM elsewhere/base:1\nRUN true\n",
+        state="adding",
+    )
+    image = image_add(image.pk)
+    assert "work folder" not in image.problem
     assert "elsewhere/base:1" in image.problem
 
 
