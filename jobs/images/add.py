@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import secrets
 import shutil
 import tarfile
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,7 +137,10 @@ def _built(image: Image) -> Iterator[str]:
         .exclude(digest="")
         .exclude(pk=image.pk)
     }
-    work = Path(tempfile.mkdtemp(prefix="build-", dir=_scratch()))
+    # Hex only: buildah names the folder in a reference, where mkdtemp's names (with "_" at
+    # either end) are refused.
+    work = _scratch() / f"build-{secrets.token_hex(8)}"
+    work.mkdir(mode=0o700)
     try:
         try:
             layout, tag = build_containerfile(
