@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from jobs.execution.replica.image_cache import blob_path
+
 TAG = "latest"
 TAIL_LINES = 15
 BUILT = "localhost/trainyard-build:latest"
@@ -191,17 +193,13 @@ def _manifest(layout: Path, tag: str | None) -> tuple[dict, dict]:
     raise BuildError(f"a base layout has no image tagged {tag}")
 
 
-def _blob(layout: Path, digest: str) -> Path:
-    return layout / "blobs" / "sha256" / digest.removeprefix("sha256:")
-
-
 def _json(layout: Path, digest: str) -> dict:
-    return json.loads(_blob(layout, digest).read_text())
+    return json.loads(blob_path(layout, digest).read_text())
 
 
 def _put(layout: Path, data: dict) -> dict[str, object]:
     raw = json.dumps(data, separators=(",", ":")).encode()
-    _blob(layout, digest := "sha256:" + hashlib.sha256(raw).hexdigest()).write_bytes(raw)
+    blob_path(layout, digest := "sha256:" + hashlib.sha256(raw).hexdigest()).write_bytes(raw)
     return {"digest": digest, "size": len(raw)}
 
 
@@ -216,12 +214,12 @@ def _link_base_layers(out: Path, used: list[tuple[str, Path, str, Path]]) -> tup
         names[desc["digest"]] = names[f"localhost{mirror}:latest"] = name
         diff_ids = _json(layout, manifest["config"]["digest"])["rootfs"]["diff_ids"]
         for diff_id, layer in zip(diff_ids, manifest["layers"], strict=True):
-            layers[diff_id], source = layer, _blob(layout, layer["digest"]).resolve()
-            if not _blob(out, diff_id).exists():
+            layers[diff_id], source = layer, blob_path(layout, layer["digest"]).resolve()
+            if not blob_path(out, diff_id).exists():
                 try:
-                    os.link(source, _blob(out, diff_id))
+                    os.link(source, blob_path(out, diff_id))
                 except OSError:
-                    shutil.copyfile(source, _blob(out, diff_id))
+                    shutil.copyfile(source, blob_path(out, diff_id))
     return layers, names
 
 
@@ -232,8 +230,8 @@ def _share_base_layers(out: Path, layers: dict, names: dict) -> None:
     for i, diff_id in enumerate(config["rootfs"]["diff_ids"]):
         if diff_id in layers:
             manifest["layers"][i] = layers[diff_id]
-            if not _blob(out, layers[diff_id]["digest"]).exists():
-                os.rename(_blob(out, diff_id), _blob(out, layers[diff_id]["digest"]))
+            if not blob_path(out, layers[diff_id]["digest"]).exists():
+                os.rename(blob_path(out, diff_id), blob_path(out, layers[diff_id]["digest"]))
     notes = manifest.get("annotations", {})
     if (base := notes.get("org.opencontainers.image.base.digest")) in names:
         notes["org.opencontainers.image.base.name"] = names[base]

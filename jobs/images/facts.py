@@ -13,7 +13,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.execution.replica.image_cache import image_manifest_and_config
+from jobs.execution.replica.image_cache import blob_path, image_manifest_and_config
 
 PYTHON_FILE = re.compile(r"^(?:\./)?usr/(?:local/)?bin/python(3\.\d+)$")
 CUDA_FILES = (
@@ -73,7 +73,7 @@ def _highest(versions: set[str]) -> str:
 
 def _layer_names(layout: Path, digest: str):
     """The paths in a layer (gzip, zstd-less, or plain tar), streamed."""
-    path = layout / "blobs" / "sha256" / digest.split(":")[1]
+    path = blob_path(layout, digest)
     try:
         with tarfile.open(path, mode="r|*") as layer:
             for member in layer:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from jobs.execution.replica.image_cache import blob_path
+
 COPY_TIMEOUT_SECONDS = 3600
 
 
@@ -54,7 +56,7 @@ def store_copy(source: str, *, tag: str, options: tuple[str, ...] = ()) -> str:
 
 def store_holds(digest: str) -> bool:
     """Whether the store has the manifest of ``digest`` (its layers are the manifest's)."""
-    return bool(digest) and (store_path() / "blobs" / "sha256" / digest.split(":")[-1]).exists()
+    return bool(digest) and blob_path(store_path(), digest).exists()
 
 
 def tagged_digest(layout: Path, tag: str) -> str:

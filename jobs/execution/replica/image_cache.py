@@ -231,10 +231,15 @@ def _json(data: bytes, what: str) -> dict:
     return value
 
 
+def blob_path(layout: Path, digest: str) -> Path:
+    """Where an OCI layout keeps the blob ``digest`` (``sha256:<hex>``)."""
+    return layout / "blobs" / "sha256" / digest.removeprefix("sha256:")
+
+
 def _verified_blob(layout: Path, digest: str, *, what: str) -> bytes:
     if not DIGEST.fullmatch(str(digest)):
         raise ImageError(f"the image's {what} names no sha256 digest")
-    path = layout / "blobs" / "sha256" / digest.split(":")[1]
+    path = blob_path(layout, digest)
     try:
         if path.stat().st_size > MAX_JSON_BLOB_BYTES:
             raise ImageError(f"image {what} {digest} is larger than a {what} may be")
