@@ -156,9 +156,9 @@ def with_fair_shares(jobs: list[Job]) -> list[Job]:
     waiting = [job for job in jobs if job.state in Job.WAITING_STATES]
     factors = {}
     if waiting:
-        owners = set(
-            Job.objects.filter(state__in=Job.WAITING_STATES).values_list("owner_id", flat=True)
-        )
+        # The owners, not a row per waiting job: pages poll this, and queues run to thousands.
+        waiting_owners = Job.objects.filter(state__in=Job.WAITING_STATES).order_by()
+        owners = set(waiting_owners.values_list("owner_id", flat=True).distinct())
         owners |= {job.owner_id for job in waiting}
         factors = fair_share_factors(user_ids=owners, now=timezone.now())
     for job in jobs:
