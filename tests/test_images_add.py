@@ -126,7 +126,8 @@ def test_a_containerfile_is_built_from_a_ready_image_of_the_project(tmp_path, st
     assert "STAGE=two" in unpacked.env and "GREETING=hi" in unpacked.env
 
 
-def test_a_containerfile_from_an_unknown_image_is_refused(store):
+def add_from_an_unknown_base() -> Image:
+    """A Containerfile whose FROM names no image of its project, added."""
     image = Image.objects.create(
         project=ProjectFactory(),
         name="built",
@@ -134,7 +135,11 @@ def test_a_containerfile_from_an_unknown_image_is_refused(store):
         source_detail="FROM elsewhere/base:1\nRUN true\n",
         state="adding",
     )
-    image = image_add(image.pk)
+    return image_add(image.pk)
+
+
+def test_a_containerfile_from_an_unknown_image_is_refused(store):
+    image = add_from_an_unknown_base()
     assert image.state == Image.State.FAILED
     assert "elsewhere/base:1" in image.problem
 
@@ -145,14 +150,7 @@ def test_a_containerfiles_work_folder_is_a_path_buildah_can_name_whatever_is_dra
     """A random folder name that starts or ends with ``_`` (``mkdtemp`` draws from a-z, 0-9
     and ``_``) is no reference path for buildah: about one build in twenty failed on it."""
     monkeypatch.setattr(tempfile, "_get_candidate_names", lambda: iter(["_edge_", "x__y_"]))
-    image = Image.objects.create(
-        project=ProjectFactory(),
-        name="built",
-        source="containerfile",
-        source_detail="FROM elsewhere/base:1\nRUN true\n",
-        state="adding",
-    )
-    image = image_add(image.pk)
+    image = add_from_an_unknown_base()
     assert "work folder" not in image.problem
     assert "elsewhere/base:1" in image.problem
 
