@@ -1,5 +1,7 @@
 """The job page while a job runs, as its owner uses it: log first, whole, searchable."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -56,3 +58,50 @@ def test_where_to_connect_is_copied_with_one_click(pages, running, owner):
     ports.get_by_role("button", name="Copy").click()
     expect(ports.get_by_role("button", name="Copied")).to_be_visible()
     assert page.evaluate("() => navigator.clipboard.readText()") == "10.0.0.5:40123"
+
+
+class _Held:
+    """Holds the panel's requests until released one by one, so that a test can cross a
+    poll's answer with a search's in either order."""
+
+    def __init__(self, page, job_pk):
+        self.page = page
+        self.routes = []
+        self.holding = True
+        page.route(re.compile(rf"/jobs/{job_pk}/runtime"), self._route)
+
+    def _route(self, route):
+        if self.holding:
+            self.routes.append(route)
+        else:
+            route.continue_()
+
+    def wait_for(self, count):
+        while len(self.routes) < count:
+            self.page.wait_for_timeout(50)
+        self.holding = False
+
+    def answer(self, index):
+        url = self.routes[index].request.url
+        with self.page.expect_response(url):
+            self.routes[index].continue_()
+        self.page.wait_for_timeout(200)  # swapped and settled
+
+
+@pytest.mark.parametrize("first", ["poll", "search"])
+def test_a_poll_and_a_search_crossing_show_the_search(pages, running, owner, first):
+    page = pages.open(owner, f"/jobs/{running.job.pk}/")
+    log = page.locator("pre.log")
+    expect(log).to_contain_text("line 500")
+    held = _Held(page, running.job.pk)
+    held.wait_for(1)  # a poll is in flight
+    held.holding = True
+    page.get_by_label("Search the log").fill("needle")
+    page.get_by_label("Search the log").press("Enter")
+    held.wait_for(2)  # and the search
+    poll, search = held.routes
+    assert "log_q=needle" in search.request.url and "log_q=needle" not in poll.request.url
+    for index in (0, 1) if first == "poll" else (1, 0):
+        held.answer(index)
+    expect(log).to_contain_text("line 7 needle")
+    expect(log).not_to_contain_text("line 500")
