@@ -56,6 +56,54 @@
     }
   });
 
+  // Answers to requests for one target (a polled panel and its own search form) may cross.
+  // A poll only refreshes what is shown, so none leaves while a reader's request for its target
+  // is in flight; otherwise the answer of the latest request sent wins: an older one is dropped,
+  // and one whose target an older answer replaced meanwhile lands on what replaced it. htmx fires
+  // a detached target's events on it alone (they never reach document), so each target gets the
+  // guard on itself when its first request leaves.
+  /* global htmx */
+  var sentCount = 0;
+  var shownOrder = {};  // target id -> order of the request whose answer it shows
+  var readerRequests = {};  // target id -> a reader's requests in flight
+  function latestWins(event) {
+    var detail = event.detail, id = detail.target.id;
+    var current = document.getElementById(id);
+    if (!detail.shouldSwap) { return; }
+    if (!current || (detail.xhr.sentOrder || 0) < (shownOrder[id] || 0)) {
+      detail.shouldSwap = false;
+      return;
+    }
+    shownOrder[id] = detail.xhr.sentOrder || 0;
+    if (current !== detail.target) {
+      // Swapped here, not by htmx: it would look for the answer's out-of-band parts beside
+      // the (replaced) element that sent the request, and find none.
+      detail.shouldSwap = false;
+      htmx.swap(current, detail.serverResponse, {
+        swapStyle: detail.elt.getAttribute("hx-swap") || htmx.config.defaultSwapStyle
+      });
+    }
+  }
+  function isPoll(detail) {
+    var trigger = detail.elt.getAttribute && detail.elt.getAttribute("hx-trigger");
+    return !detail.requestConfig.triggeringEvent && /\bevery\b/.test(trigger || "");
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var detail = event.detail, target = detail.target, id = target && target.id;
+    if (!id) { return; }
+    if (isPoll(detail)) {
+      if (readerRequests[id]) { event.preventDefault(); return; }
+    } else {
+      readerRequests[id] = (readerRequests[id] || 0) + 1;
+      detail.xhr.addEventListener("loadend", function () { readerRequests[id] -= 1; });
+    }
+    detail.xhr.sentOrder = ++sentCount;
+    if (!target.latestWins) {
+      target.latestWins = true;
+      target.addEventListener("htmx:beforeSwap", latestWins);
+    }
+  });
+
   // Controls that need this script are rendered hidden; show them once it runs.
   function showScripted(root) {
     var scripted = root.querySelectorAll ? root.querySelectorAll("[data-copy], #log-follow-box") : [];
