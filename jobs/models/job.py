@@ -112,6 +112,27 @@ class Job(ReplicaResourceColumns):
     )
     max_retries = models.PositiveSmallIntegerField(_("replica retries"), default=0)
     priority = models.SmallIntegerField(_("priority"), choices=Priority.choices, default=0)
+    # Borrowing and preemption (jobs/scheduler/preemption.py): a preemptible job beyond its
+    # owner's quota may start on cards no within-quota job waits for; it is then borrowing, and
+    # a within-quota job that needs those cards may preempt it.
+    preemptible = models.BooleanField(
+        _("preemptible"),
+        default=False,
+        help_text=_(
+            "May start beyond your quota on idle cards, and be stopped and requeued when a "
+            "job within its quota needs them."
+        ),
+    )
+    borrowed = models.BooleanField(_("borrowing idle quota"), default=False)
+    preempted_for = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("preempted for"),
+    )
+    preempt_requested_at = models.DateTimeField(_("preemption requested"), null=True, blank=True)
 
     state = models.CharField(
         _("state"), max_length=16, choices=State.choices, default=State.QUOTA_WAIT, db_index=True

@@ -37,6 +37,16 @@ class Quota(models.Model):
         GpuModel, on_delete=models.CASCADE, null=True, blank=True, verbose_name=_("GPU model")
     )
     limit = models.PositiveBigIntegerField(_("limit"))
+    # Kueue's borrowingLimit: how much more a preemptible job may borrow while cards are idle.
+    borrow_limit = models.PositiveBigIntegerField(
+        _("borrow limit"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "How much beyond the limit this user's preemptible jobs may borrow while it is idle. "
+            "Empty: no cap."
+        ),
+    )
 
     class Meta:
         verbose_name = _("quota")

@@ -16,6 +16,11 @@ class SiteSettings(models.Model):
     port_pool_start = models.PositiveIntegerField(_("first host port of the pool"), default=40000)
     port_pool_size = models.PositiveIntegerField(_("host ports in the pool"), default=19500)
     stop_grace_seconds = models.PositiveIntegerField(_("stop grace period (s)"), default=30)
+    preempt_grace_seconds = models.PositiveIntegerField(
+        _("preemption grace period (s)"),
+        default=60,
+        help_text=_("Between TERM and KILL when a borrowing job is preempted: time to checkpoint."),
+    )
     heartbeat_timeout_seconds = models.PositiveIntegerField(
         _("node heartbeat timeout (s)"), default=60
     )
