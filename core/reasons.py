@@ -39,6 +39,19 @@ MESSAGES = {
         "Waiting for resources: needs %(need)s host ports; %(free)s of the pool's %(size)s are free"
     ),
     "wait.no_node": _("Waiting for resources: no node is ready"),
+    # Borrowing idle quota and preemption (jobs/scheduler/preemption.py).
+    "wait.borrow": _(
+        "Waiting for quota: needs %(need)s beyond your quota; you may borrow %(limit)s and "
+        "%(used)s is borrowed"
+    ),
+    "wait.kept": _(
+        "Waiting for quota: the idle cards it could borrow are kept for job #%(job)s, "
+        "which is within its quota"
+    ),
+    "wait.preempting": _(
+        "Waiting for resources: stopping %(jobs)s, which borrow idle quota; starts on what "
+        "they free"
+    ),
     "wait.no_model": _("Waiting for resources: no ready node has %(model)s cards"),
     "wait.node": _("Waiting for resources: needs a node with %(what)s; none has them"),
     "wait.nodes_none": _(
@@ -69,6 +82,7 @@ MESSAGES = {
     "free.storage": _("%(gib)s GiB of free temporary storage"),
     # Starting and running (jobs/scheduler/writes.py, jobs/execution/report.py).
     "start": _("Starting on %(placement)s"),
+    "start.borrowed": _("Starting on %(placement)s, borrowing idle quota (preemptible)"),
     "start.node_cards": _("%(node)s (cards %(cards)s)"),
     "start.node": _("%(node)s"),
     "start.more": _("%(first)s; %(rest)s"),
@@ -84,6 +98,8 @@ MESSAGES = {
     "stopped.unstarted": _("Stopped before it started."),
     "superseded": _("Superseded before it started."),
     "stopped.peer": _("Replica %(index)d ended (%(state)s); stopping the other replicas."),
+    "preempting": _("Preempting for job #%(job)s: TERM now, KILL after the grace period"),
+    "preempted": _("Preempted for job #%(job)s; back in the queue (not counted as a retry)"),
     # How an attempt ended, as a word inside another reason (the attempt states' labels).
     "attempt.succeeded": _("Succeeded"),
     "attempt.failed": _("Failed"),
@@ -277,6 +293,9 @@ EXAMPLES = {
     "wait.held": {"job": 12},
     "wait.ports": {"need": 2, "free": 1, "size": 100},
     "wait.no_node": {},
+    "wait.borrow": {"need": _CARDS, "limit": "4", "used": "2"},
+    "wait.kept": {"job": 12},
+    "wait.preempting": {"jobs": "#3, #5"},
     "wait.no_model": {"model": "V100"},
     "wait.node": {"what": {"code": "free.cards", "params": {"count": 2, "model": "P4"}}},
     "wait.nodes_none": {"nodes": 2, "what": {"code": "free.cores", "params": {"cores": "8"}}},
@@ -292,11 +311,14 @@ EXAMPLES = {
     "free.memory": {"gib": "32"},
     "free.storage": {"gib": 100},
     "start": {"placement": {"code": "start.node_cards", "params": {"node": "p4-03", "cards": "0"}}},
+    "start.borrowed": {"placement": {"code": "start.node", "params": {"node": "p4-03"}}},
     "start.node_cards": {"node": "p4-03", "cards": "0, 1"},
     "start.node": {"node": "p4-01"},
     "start.more": {"first": "p4-03", "rest": "p4-04"},
     "running": {"count": 2, "attempt": 1},
     "stopped": {},
+    "preempting": {"job": 12},
+    "preempted": {"job": 12},
     "stopped.by": {"user": "张三"},
     "stop.requested": {"user": "张三"},
     "stopped.unstarted": {},

@@ -33,6 +33,8 @@ def quota_usage_for(
     for user_id, holdings in quota_holdings_for(user_ids=user_ids, catalog=catalog).items():
         totals: dict[str, int] = {}
         for holding in holdings:
+            if holding.borrowed:
+                continue  # beyond the quota: borrowed while idle, and preemptible
             for key, amount in holding.vector.items():
                 totals[key] = totals.get(key, 0) + amount
         usage[user_id] = ResourceVector(totals)
@@ -47,6 +49,7 @@ class Holding:
     vector: ResourceVector
     started_at: datetime | None
     max_runtime_minutes: int | None
+    borrowed: bool = False  # a preemptible job beyond its owner's quota: not counted in it
 
 
 def quota_holdings_for(
@@ -59,10 +62,10 @@ def quota_holdings_for(
         active = active.filter(owner_id__in=set(user_ids))
     rows = list(
         active.order_by("pk").values_list(
-            "pk", "owner_id", "started_at", "max_runtime_minutes", *REQUEST_FIELDS
+            "pk", "owner_id", "started_at", "max_runtime_minutes", "borrowed", *REQUEST_FIELDS
         )
     )
-    model_at = 4 + REQUEST_FIELDS.index("gpu_model__name")
+    model_at = 5 + REQUEST_FIELDS.index("gpu_model__name")
     aggregated = [row[0] for row in rows if (row[model_at] or "").startswith("*")]
     placed_on: dict[int, list[str | None]] = {}
     for job_id, model_id in (
@@ -72,10 +75,12 @@ def quota_holdings_for(
     ):
         placed_on.setdefault(job_id, []).append(catalog.name_of(model_id))
     holdings: dict[int, list[Holding]] = {}
-    for job_id, owner_id, started_at, max_runtime, *request_values in rows:
+    for job_id, owner_id, started_at, max_runtime, borrowed, *request_values in rows:
         request = request_from_values(request_values, catalog)
         requested = request.gpu_model.name if request.gpu_model else None
         physical = placed_on.get(job_id) or [requested] * request.replicas
         vector = charged_vector(request, physical=physical, catalog=catalog)
-        holdings.setdefault(owner_id, []).append(Holding(job_id, vector, started_at, max_runtime))
+        holdings.setdefault(owner_id, []).append(
+            Holding(job_id, vector, started_at, max_runtime, borrowed)
+        )
     return holdings

@@ -2,7 +2,7 @@
 
 from celery import shared_task
 
-from jobs.execution.launch import launch_each, lost_launches_retry
+from jobs.execution.launch import launch_each, lost_launches_retry, preempt_each
 from jobs.images import add as images
 from jobs.lifecycle.pass_requests import pass_begins
 from jobs.scheduler import run_pass
@@ -13,7 +13,7 @@ def schedule_pass() -> None:
     """One scheduling pass, whose started jobs are launched on commit; then a launch lost
     to a dead process is done again."""
     pass_begins()
-    run_pass(launch=launch_each)
+    run_pass(launch=launch_each, preempt=preempt_each)
     lost_launches_retry()
 
 

@@ -32,16 +32,28 @@ def quota_limits(*, user: AbstractBaseUser) -> dict[str, int]:
 
 def quota_limits_for(*, user_ids: Iterable[int]) -> dict[int, dict[str, int]]:
     """``quota_limits`` of several users in one query."""
+    return _per_key(user_ids, "limit")
+
+
+def borrow_limits_for(*, user_ids: Iterable[int]) -> dict[int, dict[str, int]]:
+    """How much beyond their limits each user's preemptible jobs may borrow, per key (one
+    query); a key without a borrow limit is not capped."""
+    return _per_key(user_ids, "borrow_limit")
+
+
+def _per_key(user_ids: Iterable[int], column: str) -> dict[int, dict[str, int]]:
+    """A quota column per user and key, the site's defaults under each user's own rows."""
     user_ids = set(user_ids)
     rows = Quota.objects.filter(Q(user_id__in=user_ids) | Q(user__isnull=True)).values_list(
-        "user_id", "resource", "gpu_model__name", "limit"
+        "user_id", "resource", "gpu_model__name", column
     )
     defaults: dict[str, int] = {}
     own: dict[int, dict[str, int]] = {user_id: {} for user_id in user_ids}
-    for user_id, resource, model_name, limit in rows:
+    for user_id, resource, model_name, value in rows:
         key = f"{resource}:{model_name}" if model_name else resource
-        (defaults if user_id is None else own[user_id])[key] = limit
-    return {user_id: {**defaults, **limits} for user_id, limits in own.items()}
+        if value is not None:
+            (defaults if user_id is None else own[user_id])[key] = value
+    return {user_id: {**defaults, **values} for user_id, values in own.items()}
 
 
 # The job columns ``request_from_values`` needs, for ``values_list`` queries.

@@ -133,6 +133,13 @@ def job_stop_attempts(*, job_id: int, reason: Reason) -> None:
         executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
 
 
+def preempt_each(preempted: dict[int, int]) -> None:
+    """Stop each preempted job (victim → the job it makes room for): TERM, the site's
+    preemption grace, then KILL (the agent reads the grace from the job's mark)."""
+    for victim, beneficiary in preempted.items():
+        job_stop_attempts(job_id=victim, reason=Reason("preempted", {"job": beneficiary}))
+
+
 def launch_retried(sender, *, job_id: int, **_kwargs) -> None:
     """Receiver of ``settle.job_retried``: launch the job's next try in place."""
     job_launch(job_id)

@@ -8,6 +8,9 @@
   and the last log lines in the reason.
 - Its image cannot be used: failed at once, its retries untouched (every try would
   use the same image).
+- It was preempted (it borrowed idle quota and a job within its quota needed the
+  cards): back to the queue with ``attempt + 1``; the stopped try is billed, but
+  not counted against its retries (``_tries_with`` counts failed tries).
 - A replica was lost to the platform (its node went down): the job goes back
   to resource wait, its resources are released, and the scheduler places it
   again (with ``attempt + 1``). Platform faults are not the user's failures and
@@ -64,7 +67,12 @@ def job_settle(*, job: Job) -> None:
 
 def _decide(*, job: Job, attempts: list[ReplicaAttempt]) -> None:
     by_state = {state: [a for a in attempts if a.state == state] for state in State.values}
-    if job.stop_requested_at:
+    if job.preempt_requested_at and not job.stop_requested_at:
+        if len(by_state[State.SUCCEEDED]) == len(attempts):  # it ended within the grace
+            _finish(job, Job.State.SUCCEEDED, Reason("exit.succeeded"))
+        else:
+            _requeue_preempted(job)
+    elif job.stop_requested_at:
         stopped = by_state[State.STOPPED]
         _finish(job, Job.State.STOPPED, stopped[0].reason_value if stopped else Reason("stopped"))
     elif by_state[State.TIMED_OUT]:
@@ -129,6 +137,18 @@ def _replace_or_fail(*, job: Job, lost: ReplicaAttempt) -> None:
         to_state=Job.State.RESOURCE_WAIT,
         reason=Reason("lost", what),
         attempt=job.attempt + 1,
+    )
+
+
+def _requeue_preempted(job: Job) -> None:
+    job_transition_and_release(
+        job=job,
+        to_state=Job.State.RESOURCE_WAIT,
+        reason=Reason("preempted", {"job": job.preempted_for_id}),
+        attempt=job.attempt + 1,
+        borrowed=False,
+        preempt_requested_at=None,
+        started_at=None,
     )
 
 

@@ -4,6 +4,10 @@ Quota is per user and per resource key; what starting and running jobs hold
 counts (``resources.quota``). A request for an aggregated model is admitted
 for each member whose charge (the member's key plus the aggregates' keys)
 fits; placement then only considers nodes of the admitted members.
+
+A preemptible job that does not fit may borrow (``admit_borrowing``): what
+borrowed jobs hold is kept apart from the quota's usage, and capped only by
+the owner's borrow limits (``Quota.borrow_limit``; none: no cap).
 """
 
 from __future__ import annotations
@@ -15,11 +19,11 @@ from datetime import datetime
 from core.reasons import Reason
 from jobs.quota_usage import Holding, quota_holdings_for
 from resources.catalog import ModelCatalog
-from resources.quota import charged_vector, quota_limits_for
+from resources.quota import borrow_limits_for, charged_vector, quota_limits_for
 from resources.vector import ResourceVector
 
 from .queue import WaitingJob
-from .reasons import first_key, quota_reason
+from .reasons import borrow_reason, first_key, quota_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +49,12 @@ class Quotas:
             quota_holdings_for(user_ids=limited, catalog=catalog) if limited else {}
         )
         self.usage: dict[int, dict[str, int]] = {}
+        self.borrowed: dict[int, dict[str, int]] = {}
         for user_id in limited:
-            totals: dict[str, int] = {}
+            self.usage[user_id], self.borrowed[user_id] = {}, {}
             for holding in self.holdings.get(user_id, ()):
-                for key, amount in holding.vector.items():
-                    totals[key] = totals.get(key, 0) + amount
-            self.usage[user_id] = totals
+                _add(self.borrowed if holding.borrowed else self.usage, user_id, holding.vector)
+        self._borrow_limits: dict[int, dict[str, int]] | None = None  # read when first needed
         # Answers per (owner, request); an owner's are forgotten when their usage grows.
         # Requests are interned per pass (``request_from_values``): keyed by identity.
         self._answers: dict[int, dict[int, Admission]] = {}
@@ -87,17 +91,40 @@ class Quotas:
             return Admission(None if requested is None else tuple(allowed))
         return Admission(None, first_short)
 
-    def charge_started(self, job: WaitingJob, node_models: list[str | None], now: datetime) -> None:
-        """Count a job that starts in this pass against its owner's quota."""
+    def admit_borrowing(self, job: WaitingJob) -> Admission:
+        """The models a preemptible job beyond its quota may borrow on, within the borrow
+        limits; or why none (the first limit it would pass)."""
+        requested = job.requested_model
+        options = (None,) if requested is None else self.catalog.physical_models(requested)
+        if self._borrow_limits is None:
+            self._borrow_limits = borrow_limits_for(user_ids=set(self.usage))
+        limits = self._borrow_limits.get(job.owner_id, {})
+        borrowed = self.borrowed.get(job.owner_id, {})
+        allowed, first_short = [], None
+        for model, charge in self._charges(job, options):
+            short = _short_keys(charge, borrowed, limits)
+            if not short:
+                allowed.append(model)
+            elif first_short is None:
+                key = first_key(short)
+                first_short = borrow_reason(
+                    key=key, need=charge[key], limit=limits[key], used=borrowed.get(key, 0)
+                )
+        if allowed:
+            return Admission(None if requested is None else tuple(allowed))
+        return Admission(None, first_short)
+
+    def charge_started(
+        self, job: WaitingJob, node_models: list[str | None], now: datetime, *, borrowed=False
+    ) -> None:
+        """Count a job that starts in this pass against its owner's quota (or borrowing)."""
         if job.owner_id not in self.usage:
             return
         self._answers.pop(job.owner_id, None)
         vector = charged_vector(job.request, physical=node_models, catalog=self.catalog)
-        totals = self.usage[job.owner_id]
-        for key, amount in vector.items():
-            totals[key] = totals.get(key, 0) + amount
+        _add(self.borrowed if borrowed else self.usage, job.owner_id, vector)
         self.holdings.setdefault(job.owner_id, []).append(
-            Holding(job.pk, vector, now, job.max_runtime_minutes)
+            Holding(job.pk, vector, now, job.max_runtime_minutes, borrowed)
         )
 
     def give_back(self, owner_id: int, job_id: int) -> None:
@@ -107,7 +134,7 @@ class Quotas:
             if holding.job_id == job_id:
                 holdings.remove(holding)
                 self._answers.pop(owner_id, None)
-                totals = self.usage[owner_id]
+                totals = (self.borrowed if holding.borrowed else self.usage)[owner_id]
                 for key, amount in holding.vector.items():
                     totals[key] = totals.get(key, 0) - amount
                 return
@@ -116,6 +143,7 @@ class Quotas:
         """Another view of the same limits and usage, to change without changing this one."""
         other = copy.copy(self)
         other.usage = {owner: dict(totals) for owner, totals in self.usage.items()}
+        other.borrowed = {owner: dict(totals) for owner, totals in self.borrowed.items()}
         other.holdings = {owner: list(held) for owner, held in self.holdings.items()}
         other._answers = {}
         return other
@@ -134,6 +162,12 @@ class Quotas:
         return charged_vector(
             job.request, physical=[model] * job.request.replicas, catalog=self.catalog
         )
+
+
+def _add(totals: dict[int, dict[str, int]], owner_id: int, vector: ResourceVector) -> None:
+    owned = totals[owner_id]
+    for key, amount in vector.items():
+        owned[key] = owned.get(key, 0) + amount
 
 
 def _short_keys(charge: ResourceVector, usage: dict[str, int], limits: dict[str, int]) -> list[str]:

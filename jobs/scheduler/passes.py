@@ -6,6 +6,10 @@ queries, whatever the queue length), decides everything in memory, and writes
 in bulk. Jobs are taken in queue order (priority, fair share, then submission time); each
 requested model is its own queue, and the first job of a queue that cannot
 start gets a reservation that later jobs may not delay (EASY backfill).
+
+A job within its quota that waits for capacity held by borrowing jobs preempts them
+(``preemption.py``). After every job was considered, preemptible jobs beyond their
+quota may borrow what is still idle, where no job within its quota waits.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
 
 from django.db import connection, transaction
@@ -25,17 +29,25 @@ from billing.fair_share import fair_share_factors
 from core.reasons import Reason
 from jobs.models import Job
 from resources.catalog import ModelCatalog
-from resources.models import Allocation, CardAllocation, Node
 
 from .admission import Quotas
 from .backfill import Release, Reservation, ends_at, plan_reservation
-from .cluster import CardUse, Cluster, NodeState, ReplicaUse, typical_of
+from .cluster import Cluster, NodeState, ReplicaUse, typical_of
 from .forecast import forecast_starts, likely_end
 from .placement import Shape, place
 from .ports import PortPool
+from .preemption import Borrowing, choose_victims
 from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
-from .reasons import ResourceReasons, held_reason, ports_reason
-from .writes import NodeChanged, Start, Waiting, write_starts, write_waiting
+from .reasons import ResourceReasons, held_reason, kept_reason, ports_reason, preempting_reason
+from .releases import load_releases
+from .writes import (
+    NodeChanged,
+    Start,
+    Waiting,
+    write_preemptions,
+    write_starts,
+    write_waiting,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,14 +63,21 @@ class PassReport:
     quota_wait: int = 0
     resource_wait: int = 0
     seconds: float = 0.0
+    preempted: dict[int, int] = field(default_factory=dict)  # victim -> the job it stops for
 
 
-def run_pass(*, launch: Callable[[list[int]], object] | None = None) -> PassReport:
-    """Run one pass; the ids of the jobs it starts are handed to ``launch`` after commit.
+def run_pass(
+    *,
+    launch: Callable[[list[int]], object] | None = None,
+    preempt: Callable[[dict[int, int]], object] | None = None,
+) -> PassReport:
+    """Run one pass; the ids of the jobs it starts are handed to ``launch`` after commit,
+    and the jobs it preempts (victim → the job it stops for) to ``preempt``.
 
-    The scheduler decides and writes; launching is execution's, a layer it does not
-    import: the task that runs the pass passes ``launch_each`` in. Without ``launch``
-    (tests and benchmarks that time the scheduler alone) nothing is launched.
+    The scheduler decides and writes; launching and stopping are execution's, a layer it
+    does not import: the task that runs the pass passes ``launch_each`` and
+    ``preempt_each`` in. Without them (tests and benchmarks that time the scheduler
+    alone) nothing is launched or stopped.
     """
     began = time.perf_counter()
     for _attempt in range(3):
@@ -68,6 +87,8 @@ def run_pass(*, launch: Callable[[list[int]], object] | None = None) -> PassRepo
                 report = SchedulingPass.load(now=timezone.now()).run()
                 if launch is not None and report.started:
                     transaction.on_commit(partial(launch, list(report.started)))
+                if preempt is not None and report.preempted:
+                    transaction.on_commit(partial(preempt, dict(report.preempted)))
             report.seconds = time.perf_counter() - began
             return report
         except NodeChanged:
@@ -108,7 +129,8 @@ class SchedulingPass:
         releases: Callable[[], list[Release]] | None = None,
         ports: bool = True,
     ) -> None:
-        """``quotas``, ``releases`` and ``ports=False``: a pass the start forecast replays."""
+        """``quotas``, ``releases`` and ``ports=False``: a pass the start forecast replays
+        (which neither preempts nor borrows)."""
         self.now = now
         self.catalog = cluster.catalog
         self.cluster = cluster
@@ -128,6 +150,11 @@ class SchedulingPass:
         self._load_releases = releases or partial(load_releases, cluster, now)
         self._releases: list[Release] | None = None
         self._pending_releases: list[Release] = []
+        self.live = ports
+        self.borrowers: list[WaitingJob] = []  # beyond quota, preemptible: considered last
+        self.wanted: dict[str | None, int] = {}  # model (None: any) -> a job within quota waiting
+        self._borrowing: Borrowing | None = None
+        self.preempted: dict[int, int] = {}
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -138,10 +165,13 @@ class SchedulingPass:
             self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
         for job in self.jobs:
             self.consider(job)
+        for job in self.borrowers:
+            self.consider_borrowing(job)
         # What was held before this pass, read before its starts are written: those are
         # pending releases already, and read from the database as well they count twice.
         self.releases()
         report.started = write_starts(self.starts, self.cluster)
+        report.preempted = write_preemptions(self.preempted, self.now)
         changes = self.waiting_changes()
         write_waiting(changes)
         report.quota_wait = sum(1 for c in changes if c.state == Job.State.QUOTA_WAIT)
@@ -152,6 +182,8 @@ class SchedulingPass:
         admission = self.quotas.admit(job)
         if not admission.admitted:
             self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, admission.reason)
+            if job.preemptible and self.live:
+                self.borrowers.append(job)
             return
         shape = Shape.of(job.request, admission.models)
         self.shapes[job.pk] = shape
@@ -164,8 +196,34 @@ class SchedulingPass:
                 if cached is not None
                 else self._failed_before(shape, job.max_runtime_minutes)
             )
+            if held == "" and self.live and self._preempt_for(job, shape, ends):
+                self._want(job, shape)
+                return
             self._wait_for_nodes(job, shape, held)
             return
+        self._start(job, uses, ends)
+
+    def consider_borrowing(self, job: WaitingJob) -> None:
+        """A preemptible job beyond its quota: start it on idle capacity that no job within
+        its quota waits for, within its owner's borrow limits; else it stays in quota wait."""
+        admission = self.quotas.admit_borrowing(job)
+        if not admission.admitted:
+            self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, admission.reason)
+            return
+        models = admission.models
+        for model in (None,) + (models or tuple(self.wanted)):
+            if model in self.wanted:
+                self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, kept_reason(self.wanted[model]))
+                return
+        shape = Shape.of(job.request, models)
+        ends = ends_at(self.now, job.max_runtime_minutes)
+        if self._failed_before(shape, job.max_runtime_minutes) is not None:
+            return
+        uses = self._place(job, shape, ends)
+        if uses is not None:
+            self._start(job, uses, ends, borrowed=True)
+
+    def _start(self, job: WaitingJob, uses, ends, *, borrowed: bool = False) -> None:
         host_ports = self._take_ports(job)
         if host_ports is None:
             return
@@ -178,8 +236,42 @@ class SchedulingPass:
             likely = likely_end(self.now, job.likely_seconds, ends, self.now)
             self._pending_releases.append(Release(ends, order, use, job.pk, likely))
         node_models = [self.cluster.nodes[use.node_pk].model for use in uses]
-        self.quotas.charge_started(job, node_models, self.now)
-        self.starts.append(Start(job, uses, tuple(host_ports)))
+        self.quotas.charge_started(job, node_models, self.now, borrowed=borrowed)
+        self.starts.append(Start(job, uses, tuple(host_ports), borrowed))
+
+    def _preempt_for(self, job: WaitingJob, shape: Shape, ends) -> bool:
+        """Stop borrowing jobs whose capacity lets ``job`` (within quota) start; whether it
+        waits for such (now or from an earlier pass)."""
+        if self._borrowing is None:
+            self._borrowing = Borrowing.load(self.releases())
+        borrowing = self._borrowing
+        victims = borrowing.stopping_for.get(job.pk)
+        if victims is None and borrowing.candidates:
+            chosen = choose_victims(
+                borrowing.candidates.values(),
+                cluster=self.cluster,
+                fits=lambda: self._fits(shape, ends),
+                now=self.now,
+            )
+            if chosen:
+                borrowing.claim(chosen, job.pk)
+                victims = [victim.job_id for victim in chosen]
+                self.preempted.update(dict.fromkeys(victims, job.pk))
+        if not victims:
+            return False
+        self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, preempting_reason(victims))
+        return True
+
+    def _fits(self, shape: Shape, ends) -> bool:
+        """Whether ``shape`` has a placement now, within the reservations (caching nothing)."""
+
+        def view(node: NodeState) -> NodeState:
+            for reservation in self.reservations_by_node.get(node.pk, ()):
+                node = reservation.narrow(node, ends)
+            return node
+
+        outcome = place(self.cluster, shape, view if self.reservations_by_node else None)
+        return outcome.uses is not None
 
     def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:
         """The reason a shape failed earlier in this pass, if it must fail again.
@@ -219,6 +311,7 @@ class SchedulingPass:
     def _wait_for_nodes(self, job: WaitingJob, shape: Shape, held: Reason | str) -> None:
         """Resource wait; the first such job of its queue gets a reservation."""
         self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, held)
+        self._want(job, shape)
         if job.queue in self.blocked:
             return
         self.blocked.add(job.queue)
@@ -233,6 +326,12 @@ class SchedulingPass:
             self.reservations[job.queue] = reservation
             for node_pk in reservation.extra:
                 self.reservations_by_node.setdefault(node_pk, []).append(reservation)
+
+    def _want(self, job: WaitingJob, shape: Shape) -> None:
+        """``job``, within its quota, waits for capacity on ``shape``'s models: none of it
+        is lent to borrowing jobs in this pass (a CPU job's wait keeps every node)."""
+        for model in shape.models or (None,):
+            self.wanted.setdefault(model, job.pk)
 
     def _take_ports(self, job: WaitingJob) -> list[int] | None:
         need = job.host_ports_needed
@@ -303,52 +402,3 @@ def _runtime_order(max_runtime_minutes: int | None) -> float:
 
 def _to_second(moment: datetime | None) -> datetime | None:
     return None if moment is None else moment.replace(microsecond=0)
-
-
-def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
-    """Every allocation on a ready node, ending at its job's start plus max run time.
-
-    A finished job's allocation is about to be released (now); a job without a
-    max run time has an unknown end (None). Each also gets its likely end, from
-    the job's expected run time (``forecast.likely_end``).
-    """
-    ready = Allocation.objects.filter(node__state=Node.State.READY)
-    cards: dict[int, list[CardUse]] = {}
-    for allocation_id, index, compute, memory in CardAllocation.objects.filter(
-        allocation__node__state=Node.State.READY
-    ).values_list("allocation_id", "card__index", "compute_percent", "memory_mib"):
-        cards.setdefault(allocation_id, []).append(CardUse(index, compute, memory))
-    releases = []
-    final_states = set(Job.FINAL_STATES)
-    durations: dict[int, timedelta] = {}
-    for row in ready.order_by("created_at", "pk").values_list(
-        "pk",
-        "node_id",
-        "cpu_milli",
-        "memory_mib",
-        "storage_gib",
-        "gpu_count",
-        "created_at",
-        "replica__job__state",
-        "replica__job__started_at",
-        "replica__job__max_runtime_minutes",
-        "replica__job__expected_seconds",
-        "replica__job_id",
-    ):
-        pk, node_id, cpu, memory, storage, whole, created, state, started, max_runtime = row[:10]
-        expected, job = row[10:]
-        if node_id not in cluster.nodes:
-            continue
-        use = ReplicaUse(node_id, cpu, memory, storage, tuple(cards.get(pk, ())), whole)
-        if state in final_states:
-            releases.append(Release(now, len(releases), use, job, now))
-            continue
-        end = None
-        if max_runtime is not None:
-            duration = durations.get(max_runtime) or durations.setdefault(
-                max_runtime, timedelta(minutes=max_runtime)
-            )
-            end = (started or created) + duration
-        likely = likely_end(started or created, expected, end, now)
-        releases.append(Release(end, len(releases), use, job, likely))
-    return releases

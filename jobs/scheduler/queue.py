@@ -2,7 +2,8 @@
 
 Within a priority, the jobs of users with less recent use go first: each owner's
 fair-share factor (``billing/fair_share.py``), highest first; equal factors keep
-submission order.
+submission order. Ahead of all: a job for which borrowing jobs were preempted
+(``preemption.py``), until it starts on what they freed.
 
 Each requested GPU model is its own queue (CPU jobs share one), so a blocked
 V100 job never holds back a P4 job; quota-wait and resource-wait are separate
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.db.models import Exists, OuterRef
 
 from jobs.models import Job, JobPort
 from resources.catalog import ModelCatalog
@@ -37,6 +40,8 @@ class WaitingJob:
     ports: tuple[int, ...] = ()
     priority: int = Job.Priority.NORMAL
     fair_share: float = 1.0  # the owner's factor (1.0: no recent use)
+    preemptible: bool = False
+    reclaiming: bool = False  # borrowing jobs were preempted for it; it has not started
 
     @property
     def requested_model(self) -> str | None:
@@ -62,9 +67,11 @@ class WaitingJob:
 
 def waiting_rows() -> list[tuple]:
     """The columns of every waiting job, in queue order (one query)."""
-    waiting = Job.objects.filter(state__in=Job.WAITING_STATES)
+    waiting = Job.objects.filter(state__in=Job.WAITING_STATES).annotate(
+        reclaiming=Exists(Job.objects.filter(preempted_for=OuterRef("pk")))
+    )
     return list(
-        waiting.order_by("-priority", "submitted_at", "pk").values_list(
+        waiting.order_by("-reclaiming", "-priority", "submitted_at", "pk").values_list(
             "pk",
             "owner_id",
             "state",
@@ -75,6 +82,8 @@ def waiting_rows() -> list[tuple]:
             "attempt",
             "expected_seconds",
             "priority",
+            "preemptible",
+            "reclaiming",
             *REQUEST_FIELDS,
         )
     )
@@ -93,7 +102,9 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
         WaitingJob(
             *row[:9],
             priority=row[9],
-            request=request_from_values(row[10:], catalog),
+            preemptible=row[10],
+            reclaiming=row[11],
+            request=request_from_values(row[12:], catalog),
             ports=tuple(sorted(ports.get(row[0], ()))),
         )
         for row in rows
@@ -105,4 +116,4 @@ def in_fair_share_order(jobs: list[WaitingJob], factors: dict[int, float]) -> li
     for job in jobs:
         job.fair_share = factors.get(job.owner_id, 1.0)
     # Stable: jobs of one priority and factor keep their submission order.
-    return sorted(jobs, key=lambda job: (-job.priority, -job.fair_share))
+    return sorted(jobs, key=lambda job: (not job.reclaiming, -job.priority, -job.fair_share))

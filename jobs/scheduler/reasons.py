@@ -35,6 +35,23 @@ def quota_reason(*, key: str, need: int, limit: int, used: int) -> Reason:
     )
 
 
+def kept_reason(job_id: int) -> Reason:
+    """A preemptible job beyond its quota that may not borrow: a job within its quota
+    waits for the same cards."""
+    return Reason("wait.kept", {"job": job_id})
+
+
+def preempting_reason(victims: list[int]) -> Reason:
+    """A job within its quota waiting while the borrowing jobs it preempted stop."""
+    return Reason("wait.preempting", {"jobs": ", ".join(f"#{pk}" for pk in victims)})
+
+
+def borrow_reason(*, key: str, need: int, limit: int, used: int) -> Reason:
+    """A preemptible job beyond its quota that would also pass its owner's borrow limit."""
+    need_amount, limit_text, used_text, _count = _quota_amounts(key, need, limit, used)
+    return Reason("wait.borrow", {"need": need_amount, "limit": limit_text, "used": used_text})
+
+
 def first_key(keys: list[str]) -> str:
     return min(keys, key=lambda k: next(i for i, p in enumerate(KEY_ORDER) if k.startswith(p)))
 

@@ -19,7 +19,7 @@ from core.bulk import insert_rows, update_from_values
 from core.reasons import Reason
 from jobs.lifecycle.allocated_columns import add_to_allocated
 from jobs.lifecycle.transitions import REASON_FIELDS, Transition, job_transition_many
-from jobs.models import Job, PortAllocation, Replica
+from jobs.models import Job, JobEvent, PortAllocation, Replica
 from resources.models import Allocation, CardAllocation
 
 from .cluster import Cluster, ReplicaUse
@@ -35,6 +35,7 @@ class Start:
     job: WaitingJob
     uses: tuple[ReplicaUse, ...]
     host_ports: tuple[int, ...]
+    borrowed: bool = False  # preemptible, beyond its owner's quota
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ def write_starts(starts: list[Start], cluster: Cluster) -> list[int]:
                     "attempt": max(start.job.attempt, 1),
                     "queue_position": None,
                     "estimated_start": None,
+                    "borrowed": start.borrowed,
                 },
             )
             for start in starts
@@ -72,6 +74,10 @@ def write_starts(starts: list[Start], cluster: Cluster) -> list[int]:
     starts = [start for start in starts if start.job.pk in moved]
     if not starts:
         return []
+    # What borrowing jobs were preempted for is taken: they may be preempted again later.
+    reclaimed = [start.job.pk for start in starts if start.job.reclaiming]
+    if reclaimed:
+        Job.objects.filter(preempted_for__in=reclaimed).update(preempted_for=None)
     _hold_on_nodes(starts, cluster)
     replica_ids = _write_replicas(starts)
     _write_allocations(starts, replica_ids, cluster)
@@ -148,7 +154,34 @@ def _start_reason(start: Start, cluster: Cluster) -> Reason:
     placement = parts[-1]
     for part in reversed(parts[:-1]):
         placement = Reason("start.more", {"first": part, "rest": placement})
-    return Reason("start", {"placement": placement})
+    return Reason("start.borrowed" if start.borrowed else "start", {"placement": placement})
+
+
+def write_preemptions(preempted: dict[int, int], now: datetime) -> dict[int, int]:
+    """Mark each victim as preempted for its job (if it still runs and nobody stopped it);
+    the ones marked, to stop (after commit, by execution)."""
+    if not preempted:
+        return {}
+    marked, states = {}, dict(Job.objects.filter(pk__in=preempted).values_list("pk", "state"))
+    for victim, beneficiary in preempted.items():
+        if Job.objects.filter(
+            pk=victim,
+            state__in=Job.ACTIVE_STATES,
+            borrowed=True,
+            preempt_requested_at=None,
+            stop_requested_at=None,
+        ).update(preempt_requested_at=now, preempted_for_id=beneficiary):
+            marked[victim] = beneficiary
+    JobEvent.objects.bulk_create(
+        JobEvent.build(
+            job_id=victim,
+            from_state=states[victim],
+            to_state=states[victim],
+            reason=Reason("preempting", {"job": beneficiary}),
+        )
+        for victim, beneficiary in marked.items()
+    )
+    return marked
 
 
 def _hold_on_nodes(starts: list[Start], cluster: Cluster) -> None:

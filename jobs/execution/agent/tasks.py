@@ -21,7 +21,7 @@ from jobs.execution.files import NODE_NAME
 from jobs.execution.nodes import nodes_check_heartbeats
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.report import attempt_ended
-from jobs.models import ReplicaAttempt
+from jobs.models import Job, ReplicaAttempt
 from resources.models import Node, SiteSettings
 
 from .attempt_start import start_attempt as start
@@ -66,7 +66,11 @@ def stop_attempt(attempt_id: int, reason: dict | str) -> None:
     reason = Reason.of(reason)
     folder = AttemptFolder(attempt.node.name, attempt.pk)
     now = timezone.now()
-    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
+    site = SiteSettings.load()
+    preempted = Job.objects.filter(
+        pk=attempt.replica.job_id, preempt_requested_at__isnull=False, stop_requested_at=None
+    ).exists()
+    grace = timedelta(seconds=site.preempt_grace_seconds if preempted else site.stop_grace_seconds)
     with folder.lock():
         if folder.exists("exit"):
             return

@@ -1,0 +1,116 @@
+"""Preemption: which borrowing jobs stop so that a job within its quota can start.
+
+Only a job that borrows idle quota (``Job.borrowed``: preemptible, started beyond its
+owner's quota) is ever preempted, and only for a job within its quota that waits for
+capacity and that the capacity freed lets start, on one placement. The victims are
+chosen, in order of preference: fewest jobs; then the most recently started; then the
+fewest card-hours lost. A victim is freed whole (every replica of a gang).
+
+No cycles: a beneficiary takes the capacity when its victims stop (it sorts first in the
+queue until it starts, ``queue.waiting_rows``); while its victims stop it preempts no
+more; a stopping victim is never chosen again; and a borrowing job is never a beneficiary
+(it starts only on capacity no within-quota job waits for).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from jobs.models import Job
+
+from .backfill import Release
+from .cluster import Cluster, ReplicaUse
+
+
+@dataclass(frozen=True)
+class Borrower:
+    """An active borrowing job as preemption sees it."""
+
+    job_id: int
+    started_at: datetime | None  # None: still starting
+    uses: tuple[ReplicaUse, ...]
+
+    def card_hours_lost(self, now: datetime) -> float:
+        """The card-hours its current attempt has run (lost unless it checkpointed)."""
+        if self.started_at is None:
+            return 0.0
+        cards = sum(card.compute_percent for use in self.uses for card in use.cards) / 100
+        return cards * max((now - self.started_at).total_seconds(), 0) / 3600
+
+
+@dataclass
+class Borrowing:
+    """The borrowing jobs of the pass: those that may be preempted, and those stopping."""
+
+    candidates: dict[int, Borrower]
+    stopping_for: dict[int, list[int]]  # beneficiary -> its victims, not yet stopped
+
+    @classmethod
+    def load(cls, releases: Iterable[Release]) -> Borrowing:
+        """From the active borrowing jobs (one query) and what each holds (``releases``)."""
+        rows = Job.objects.filter(state__in=Job.ACTIVE_STATES, borrowed=True).values_list(
+            "pk", "started_at", "preempt_requested_at", "preempted_for_id", "stop_requested_at"
+        )
+        uses: dict[int, list[ReplicaUse]] = {}
+        for release in releases:
+            uses.setdefault(release.job_id, []).append(release.use)
+        candidates: dict[int, Borrower] = {}
+        stopping_for: dict[int, list[int]] = {}
+        for pk, started_at, preempt_requested, beneficiary, stop_requested in rows:
+            if preempt_requested is not None:
+                if beneficiary is not None:
+                    stopping_for.setdefault(beneficiary, []).append(pk)
+            elif stop_requested is None and pk in uses:
+                candidates[pk] = Borrower(pk, started_at, tuple(uses[pk]))
+        return cls(candidates, stopping_for)
+
+    def claim(self, victims: list[Borrower], beneficiary: int) -> None:
+        for victim in victims:
+            del self.candidates[victim.job_id]
+        self.stopping_for[beneficiary] = [victim.job_id for victim in victims]
+
+
+def choose_victims(
+    borrowers: Iterable[Borrower], *, cluster: Cluster, fits: Callable[[], bool], now: datetime
+) -> list[Borrower] | None:
+    """The fewest borrowers whose freed capacity lets ``fits`` place the waiting job, or None.
+
+    ``cluster`` is changed while trying and given back as it was.
+    """
+    ordered = sorted(
+        borrowers,
+        key=lambda b: (-(b.started_at or now).timestamp(), b.card_hours_lost(now), b.job_id),
+    )
+
+    def free(victim: Borrower, sign: int = -1) -> None:
+        for use in victim.uses:
+            cluster.allocate(use, sign)
+
+    for victim in ordered:
+        free(victim)
+        placed = fits()
+        free(victim, +1)
+        if placed:
+            return [victim]
+    chosen: list[Borrower] = []
+    for victim in ordered:
+        free(victim)
+        chosen.append(victim)
+        if fits():
+            break
+    else:
+        for victim in chosen:
+            free(victim, +1)
+        return None
+    # Fewest jobs: give back each one the placement does not need, least preferred first.
+    for victim in reversed(chosen[:-1]):
+        free(victim, +1)
+        if fits():
+            chosen.remove(victim)
+        else:
+            free(victim)
+    for victim in chosen:
+        free(victim, +1)
+    return chosen

@@ -1,0 +1,215 @@
+"""Borrowing idle quota and preemption (jobs/scheduler/preemption.py, passes.py).
+
+A preemptible job beyond its owner's quota starts on cards no job within its quota
+waits for, marked borrowed; a job within its quota that waits for cards held by
+borrowed jobs preempts the fewest of them that let it start, and starts on what
+they free; the preempted jobs go back to the queue.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs.execution.settle import job_settle
+from jobs.models import Job, Replica, ReplicaAttempt
+from jobs.quota_usage import quota_usage
+from jobs.scheduler import run_pass
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, QuotaFactory, UserFactory
+from tests.scheduling import assert_invariants, fresh, run_job, states
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def v100():
+    return GpuModelFactory(name="V100")
+
+
+@pytest.fixture
+def ada(v100):
+    """A user whose quota is 1 V100 card."""
+    user = UserFactory(username="ada")
+    QuotaFactory(user=user, gpu_model=v100, limit=1)
+    return user
+
+
+@pytest.fixture
+def bob(v100):
+    """A user whose quota is 4 V100 cards."""
+    user = UserFactory(username="bob")
+    QuotaFactory(user=user, gpu_model=v100, limit=4)
+    return user
+
+
+def borrowing(owner, v100, *, cards: int, minutes_ago: int = 0) -> Job:
+    """A preemptible job of ``owner`` beyond their quota, started borrowing and running."""
+    job = JobFactory(owner=owner, gpu_model=v100, gpu_count=cards, preemptible=True)
+    run_pass()
+    job = fresh(job)
+    assert (job.state, job.borrowed) == (Job.State.STARTING, True), job.state_reason
+    return run_job(job, started_minutes_ago=minutes_ago)
+
+
+def preempted_off(victim: Job) -> Job:
+    """What the agent and settle do with a preempted job: its attempt ends stopped."""
+    victim = fresh(victim)
+    replica = Replica.objects.get(job=victim)
+    ReplicaAttempt.objects.create(
+        replica=replica, number=victim.attempt, node=replica.node, state="stopped"
+    )
+    job_settle(job=Job.objects.select_for_update().get(pk=victim.pk))
+    return fresh(victim)
+
+
+def test_a_preemptible_job_beyond_its_quota_borrows_idle_cards_and_says_so(v100, ada):
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    within = JobFactory(owner=ada, gpu_model=v100)
+    beyond = JobFactory(owner=ada, gpu_model=v100, gpu_count=2, preemptible=True)
+    not_preemptible = JobFactory(owner=ada, gpu_model=v100)
+
+    run_pass()
+
+    assert states([within, beyond, not_preemptible]) == ["starting", "starting", "quota_wait"]
+    assert (fresh(within).borrowed, fresh(beyond).borrowed) == (False, True)
+    assert fresh(beyond).state_reason.endswith("borrowing idle quota (preemptible)")
+    # Borrowed cards are not the quota's: 1 of 1 used, by the job within it.
+    assert quota_usage(user=ada)["gpu:V100"] == 1
+    assert_invariants()
+
+
+def test_idle_cards_are_not_lent_while_a_job_within_its_quota_waits_for_them(v100, ada, bob):
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    JobFactory(owner=UserFactory(), gpu_model=v100, gpu_count=2)  # a user without quotas
+    run_pass()
+    waiting = JobFactory(owner=bob, gpu_model=v100, gpu_count=3)
+    beyond = JobFactory(owner=ada, gpu_model=v100, gpu_count=2, preemptible=True)
+
+    run_pass()
+
+    assert fresh(waiting).state == Job.State.RESOURCE_WAIT
+    beyond = fresh(beyond)
+    assert beyond.state == Job.State.QUOTA_WAIT
+    assert beyond.state_reason == (
+        f"Waiting for quota: the idle cards it could borrow are kept for job #{waiting.pk}, "
+        "which is within its quota"
+    )
+
+
+def test_borrowing_stops_at_the_owners_borrow_limit(v100, ada):
+    NodeFactory(gpu_model=v100, gpu_count=8)
+    ada.quotas.update(borrow_limit=2)
+    JobFactory(owner=ada, gpu_model=v100)
+    first = JobFactory(owner=ada, gpu_model=v100, gpu_count=2, preemptible=True)
+    second = JobFactory(owner=ada, gpu_model=v100, gpu_count=1, preemptible=True)
+
+    run_pass()
+
+    assert states([first, second]) == ["starting", "quota_wait"]
+    assert fresh(second).state_reason == (
+        "Waiting for quota: needs 1 V100 card beyond your quota; you may borrow 2 and 2 is borrowed"
+    )
+
+
+def test_a_job_within_its_quota_preempts_the_fewest_borrowing_jobs_then_starts(v100, ada, bob):
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    JobFactory(owner=ada, gpu_model=v100)  # ada's one card, within quota
+    run_pass()
+    older = borrowing(ada, v100, cards=1, minutes_ago=30)
+    pair = borrowing(ada, v100, cards=2, minutes_ago=20)
+
+    needs_two = JobFactory(owner=bob, gpu_model=v100, gpu_count=2)
+    report = run_pass()
+
+    # One job frees enough: the 2-card one, though the 1-card one started earlier.
+    assert report.preempted == {pair.pk: needs_two.pk}
+    pair, needs_two = fresh(pair), fresh(needs_two)
+    assert pair.preempt_requested_at is not None and pair.preempted_for_id == needs_two.pk
+    assert fresh(older).preempt_requested_at is None
+    assert needs_two.state == Job.State.RESOURCE_WAIT
+    assert needs_two.state_reason == (
+        f"Waiting for resources: stopping #{pair.pk}, which borrow idle quota; "
+        "starts on what they free"
+    )
+    # While it stops, no further pass preempts anything more for it.
+    assert run_pass().preempted == {}
+
+    pair = preempted_off(pair)
+    assert pair.state == Job.State.RESOURCE_WAIT
+    assert (pair.attempt, pair.borrowed, pair.preempt_requested_at) == (2, False, None)
+    assert pair.state_reason == (
+        f"Preempted for job #{needs_two.pk}; back in the queue (not counted as a retry)"
+    )
+
+    run_pass()
+
+    assert fresh(needs_two).state == Job.State.STARTING
+    pair = fresh(pair)
+    assert pair.state == Job.State.QUOTA_WAIT  # nothing idle to borrow now
+    assert pair.preempted_for_id is None
+    assert_invariants()
+
+
+def test_several_victims_only_when_one_is_not_enough_the_most_recent_first(v100, ada, bob):
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    JobFactory(owner=ada, gpu_model=v100)
+    run_pass()
+    recent = borrowing(ada, v100, cards=1, minutes_ago=5)
+    borrowing(ada, v100, cards=1, minutes_ago=50)
+    later = borrowing(ada, v100, cards=1, minutes_ago=10)
+
+    needs_two = JobFactory(owner=bob, gpu_model=v100, gpu_count=2)
+    report = run_pass()
+
+    assert report.preempted == {recent.pk: needs_two.pk, later.pk: needs_two.pk}
+
+
+def test_nothing_is_preempted_that_would_not_let_the_waiting_job_start(v100, ada, bob):
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    NodeFactory(gpu_model=v100, gpu_count=4)
+    carol = UserFactory()  # no quotas
+    JobFactory(owner=carol, gpu_model=v100, gpu_count=4)
+    run_pass()
+    JobFactory(owner=carol, gpu_model=v100, gpu_count=2)
+    run_pass()
+    borrowing(ada, v100, cards=2)
+    # Freeing the borrowed 2 cards leaves 2 free on a node: not the 3 bob needs.
+    needs_three = JobFactory(owner=bob, gpu_model=v100, gpu_count=3)
+
+    report = run_pass()
+
+    assert report.preempted == {}
+    assert fresh(needs_three).state == Job.State.RESOURCE_WAIT
+
+
+def test_jobs_within_quota_are_never_preempted_even_if_preemptible(v100, ada, bob):
+    NodeFactory(gpu_model=v100, gpu_count=2)
+    mine = JobFactory(owner=ada, gpu_model=v100, preemptible=True)  # within ada's quota
+    run_pass()
+    assert fresh(mine).borrowed is False
+    run_job(fresh(mine))
+    theirs = JobFactory(owner=bob, gpu_model=v100, gpu_count=2)
+
+    assert run_pass().preempted == {}
+    assert fresh(theirs).state == Job.State.RESOURCE_WAIT
+    assert fresh(mine).preempt_requested_at is None
+
+
+def test_a_job_that_ends_within_the_grace_succeeds(v100, ada, bob):
+    ada.quotas.update(limit=0)
+    NodeFactory(gpu_model=v100, gpu_count=1)
+    victim = borrowing(ada, v100, cards=1)
+    JobFactory(owner=bob, gpu_model=v100)
+    assert run_pass().preempted == {victim.pk: victim.pk + 1}
+    replica = Replica.objects.get(job=victim)
+    ReplicaAttempt.objects.create(replica=replica, number=1, node=replica.node, state="succeeded")
+    job_settle(job=fresh(victim))
+    assert fresh(victim).state == Job.State.SUCCEEDED
+
+
+def test_a_stopped_borrowing_job_is_not_preempted(v100, ada, bob):
+    ada.quotas.update(limit=0)
+    NodeFactory(gpu_model=v100, gpu_count=1)
+    victim = borrowing(ada, v100, cards=1)
+    Job.objects.filter(pk=victim.pk).update(stop_requested_at=victim.submitted_at)
+    JobFactory(owner=bob, gpu_model=v100)
+    assert run_pass().preempted == {}
