@@ -62,6 +62,12 @@ class JobIn(ResourcePartIn):
     max_runtime_minutes: int | None = Field(None, description="null: no limit")
     max_retries: int | None = Field(None, description=f"0–{MAX_RETRIES}, default 0")
     priority: str | None = Field(None, description="normal (default) or high (staff only)")
+    preemptible: bool | None = Field(
+        None,
+        description="true: may start beyond your quota on idle cards, and be stopped (TERM, "
+        "KILL after the site's grace) and requeued when a job within its quota needs them. "
+        "Default false",
+    )
 
 
 class JobPatchIn(Schema):
@@ -104,6 +110,12 @@ class JobOut(Schema):
     max_runtime_minutes: int | None
     max_retries: int
     priority: str
+    preemptible: bool
+    borrowed: bool = Field(
+        description="Set by the scheduler: a preemptible job running beyond its owner's quota "
+        "on idle cards, which a job within its quota may preempt"
+    )
+    attempt: int = Field(description="The job's current attempt (1 from its first start; 0 before)")
     submitted_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

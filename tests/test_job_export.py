@@ -35,6 +35,7 @@ SAME = [
     "max_runtime_minutes",
     "max_retries",
     "priority",
+    "preemptible",
 ]
 
 
@@ -69,6 +70,7 @@ def same_job(a: Job, b: Job) -> dict:
             "max_runtime_minutes": 95,
             "max_retries": 2,
             "code_version": None,
+            "preemptible": True,
         },
         {
             "task_mode": "distributed",

@@ -46,6 +46,7 @@ def job_submit_body(job: Job) -> dict:
         max_runtime_minutes=job.max_runtime_minutes,
         max_retries=job.max_retries,
         priority=PRIORITY_NAMES.get(job.priority, "normal"),
+        preemptible=job.preemptible,
     )
     return body
 

@@ -48,6 +48,7 @@ class JobInput:
     max_runtime_minutes: int | None
     max_retries: int
     priority: int
+    preemptible: bool
     template: WorkloadTemplate | None = None
     augmentation_command: str = ""
 
@@ -90,6 +91,7 @@ def _checked(user: AbstractBaseUser, data: dict, errors: FieldErrors) -> tuple:
         "max_runtime_minutes": _max_runtime(data.get("max_runtime_minutes"), errors),
         "max_retries": _max_retries(data.get("max_retries"), errors),
         "priority": _priority(user, data.get("priority"), errors),
+        "preemptible": _preemptible(data.get("preemptible"), errors),
         "template": template,
         "augmentation_command": augmentation_command_clean(
             data.get("augmentation_command"), errors
@@ -178,6 +180,16 @@ def _priority(user: AbstractBaseUser, value: str | None, errors: FieldErrors) ->
     if priority == Job.Priority.HIGH and not user.is_staff:
         errors.add("priority", _("Only staff may submit high-priority jobs"))
     return priority
+
+
+def _preemptible(value, errors: FieldErrors) -> bool:
+    """True or false; omitted (None) is false. The form sends a ticked box as True."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    errors.add(
+        "preemptible", _("Preemptible must be true or false; you gave %(value)s") % {"value": value}
+    )
+    return False
 
 
 def _project_items(project: Project, data: dict, errors: FieldErrors) -> dict:

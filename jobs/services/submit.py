@@ -76,6 +76,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         max_runtime_minutes=job_input.max_runtime_minutes,
         max_retries=job_input.max_retries,
         priority=job_input.priority,
+        preemptible=job_input.preemptible,
         state=Job.State.QUOTA_WAIT,
         **Job.reason_fields(Reason("queued")),
     )
