@@ -39,6 +39,7 @@ JOBS = {
         "max_retries": 1,
         "datasets": ["dogs"],
         "code_version": None,
+        "preemptible": True,
     },
     "vgpu": {
         "resources": {"kind": "vgpu", "gpu_count": 2, "vgpu_compute_percent": 30},

@@ -4,16 +4,19 @@ One rule behind the API, the form and the CLI (``job_input._preemptible``); ``bo
 is the scheduler's, read-only everywhere.
 """
 
+from html.parser import HTMLParser
+
 import pytest
 from django.core.exceptions import ValidationError
 
 from jobs.models import Job
 from jobs.services.submit import job_submit
 from resources.models import SiteSettings
-from tests.job_site import build_site, job_body
+from tests.job_site import build_site, form_post, job_body
 
 pytestmark = pytest.mark.django_db
 JSON = "application/json"
+NEW = "/jobs/new/"
 
 
 @pytest.fixture
@@ -29,6 +32,26 @@ def borrowing_job(site, owner) -> Job:
     Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, borrowed=True, attempt=1)
     job.refresh_from_db()
     return job
+
+
+class Checkbox(HTMLParser):
+    """Whether the ``preemptible`` checkbox is there and ticked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: dict | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "input" and attrs.get("name") == "preemptible":
+            self.found = attrs
+
+
+def preemptible_box(html: str) -> dict:
+    parser = Checkbox()
+    parser.feed(html)
+    assert parser.found is not None, "no Preemptible checkbox"
+    return parser.found
 
 
 # The API ------------------------------------------------------------------------------------
@@ -87,3 +110,36 @@ def test_the_export_carries_the_flag(owner_client, owner, borrowing_job):
     assert "borrowed" not in body and "attempt" not in body
     again = owner_client.post("/api/v1/jobs", body, content_type=JSON)
     assert again.status_code == 201 and again.json()["preemptible"] is True
+
+
+# New job --------------------------------------------------------------------------------------
+
+
+def test_the_form_offers_the_checkbox_with_its_help(owner_client, site):
+    html = owner_client.get(NEW).content.decode()
+    box = preemptible_box(html)
+    assert box["type"] == "checkbox" and "checked" not in box
+    assert box["aria-describedby"] == "id_preemptible_helptext"
+    assert 'id="id_preemptible_helptext"' in html
+    assert "May start beyond your quota on idle cards; stopped (TERM, then KILL after" in html
+    assert "Use TRAINYARD_CHECKPOINT to resume." in html
+
+
+@pytest.mark.parametrize(("ticked", "expected"), [({"preemptible": "on"}, True), ({}, False)])
+def test_the_checkbox_makes_the_job_preemptible_or_not(owner_client, site, ticked, expected):
+    response = owner_client.post(NEW, form_post(**ticked))
+    assert response.status_code == 302
+    assert Job.objects.get().preemptible is expected
+
+
+def test_a_refused_form_keeps_the_tick(owner_client, site):
+    response = owner_client.post(NEW, form_post(preemptible="on", command=""))
+    assert response.status_code == 200
+    assert "Enter a startup command" in response.content.decode()
+    assert "checked" in preemptible_box(response.content.decode())
+    assert not Job.objects.exists()
+
+
+def test_run_again_opens_the_form_ticked(owner_client, borrowing_job):
+    html = owner_client.get(NEW, {"from": borrowing_job.pk}).content.decode()
+    assert "checked" in preemptible_box(html)

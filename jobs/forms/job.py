@@ -191,7 +191,11 @@ class JobForm(JobFields):
 
     @property
     def vgpu_unlocked(self) -> bool:
-        return self.value("vgpu_memory_unlocked") in (True, "on", "true", "1")
+        return self._ticked("vgpu_memory_unlocked")
+
+    def _ticked(self, name: str) -> bool:
+        """A checkbox's value: True unbound, "on" as a browser posts it."""
+        return self.value(name) in (True, "on", "true", "1")
 
     # The API body ---------------------------------------------------------------------------
 
@@ -214,6 +218,7 @@ class JobForm(JobFields):
             "max_runtime_minutes": self._max_runtime_minutes(),
             "max_retries": self.value("max_retries"),
             "priority": self.value("priority") or "normal",
+            "preemptible": self._ticked("preemptible"),
             **template_submit_data(self),
         }
 

@@ -191,3 +191,12 @@ class JobFields(forms.Form):
         initial="normal",
         required=False,
     )
+    preemptible = forms.BooleanField(
+        label=_("Preemptible"),
+        required=False,
+        help_text=_(
+            "May start beyond your quota on idle cards; stopped (TERM, then KILL after the "
+            "site's grace) and requeued when a job within its quota needs them. Use "
+            "TRAINYARD_CHECKPOINT to resume."
+        ),
+    )

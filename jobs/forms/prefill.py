@@ -48,6 +48,7 @@ def form_initial(body: dict, gpu_models: list[GpuModel]) -> dict:
         "ports": ", ".join(str(port) for port in body.get("ports") or []),
         "max_retries": body.get("max_retries") or 0,
         "priority": body.get("priority") or "normal",
+        "preemptible": body.get("preemptible") is True,
         **_max_runtime(body.get("max_runtime_minutes")),
     }
     resources = body.get("resources")
