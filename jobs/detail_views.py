@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from resources.describe import describe_request
+from resources.models import SiteSettings
 from resources.request import ResourceRequest
 
 from .environment import (
@@ -66,8 +67,19 @@ def detail_context(job: Job, **extra) -> dict:
         "events": job_events(job),
         "times": job_times(job=job),
         "unisolated": job_ran_unisolated(job),
-        "fair_share": job_fair_share(job),
+        **state_card_context(job),
         **extra,
+    }
+
+
+def state_card_context(job: Job) -> dict:
+    """What the state card shows beside the job's own fields (the page and its polls)."""
+    return {
+        "fair_share": job_fair_share(job),
+        # A borrowing job may be preempted: its owner reads how long it has to checkpoint.
+        "preempt_grace_seconds": SiteSettings.load().preempt_grace_seconds
+        if job.borrowed
+        else None,
     }
 
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from .detail_views import job_events, page_environment, visible_job
+from .detail_views import job_events, page_environment, state_card_context, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
 from .execution.files import open_output_file, replica_output_dir
@@ -24,7 +24,6 @@ from .execution.runtime import (
     pick_attempt,
 )
 from .models import Job
-from .selectors import job_fair_share
 
 # The longest text the log search takes (what is longer is cut).
 MAX_SEARCH_CHARS = 200
@@ -93,7 +92,7 @@ def _int(value: str | None) -> int | None:
 @require_GET
 def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
     job = visible_job(request, pk)
-    context = {**runtime_context(job, request.GET), "oob": True, "fair_share": job_fair_share(job)}
+    context = {**runtime_context(job, request.GET), "oob": True, **state_card_context(job)}
     if request.GET.get("state", job.state) != job.state:
         context["times"] = job_times(job=job)
         context["events"] = job_events(job)

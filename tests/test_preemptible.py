@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from jobs.models import Job
 from jobs.services.submit import job_submit
@@ -17,6 +18,7 @@ from tests.job_site import build_site, form_post, job_body
 pytestmark = pytest.mark.django_db
 JSON = "application/json"
 NEW = "/jobs/new/"
+BORROWING_EN = "Borrowing idle quota — may be preempted (grace 90 s)"
 
 
 @pytest.fixture
@@ -143,3 +145,29 @@ def test_a_refused_form_keeps_the_tick(owner_client, site):
 def test_run_again_opens_the_form_ticked(owner_client, borrowing_job):
     html = owner_client.get(NEW, {"from": borrowing_job.pk}).content.decode()
     assert "checked" in preemptible_box(html)
+
+
+# The job page and the list ---------------------------------------------------------------------
+
+
+def test_the_job_page_says_whether_the_job_is_preemptible(owner_client, owner, site):
+    plain = job_submit(user=owner, data=job_body(name="plain"))
+    preemptible = job_submit(user=owner, data=job_body(name="spare", preemptible=True))
+    for job, shown in ((plain, "No"), (preemptible, "Yes")):
+        html = owner_client.get(reverse("jobs:detail", args=[job.pk])).content.decode()
+        assert f'<dt>Preemptible</dt><dd id="job-preemptible">{shown}</dd>' in html
+        assert 'id="borrowing-note"' not in html  # not borrowing (yet)
+
+
+def test_a_borrowing_job_page_says_it_may_be_preempted_and_the_grace(owner_client, borrowing_job):
+    html = owner_client.get(reverse("jobs:detail", args=[borrowing_job.pk])).content.decode()
+    assert BORROWING_EN in html
+    # The state card is refreshed by the page's polls: they keep the line.
+    poll = owner_client.get(reverse("jobs:runtime", args=[borrowing_job.pk])).content.decode()
+    assert BORROWING_EN in poll
+
+
+def test_the_jobs_list_marks_borrowing_jobs(owner_client, owner, borrowing_job):
+    job_submit(user=owner, data=job_body(name="within-quota"))
+    html = owner_client.get(reverse("jobs:list")).content.decode()
+    assert html.count('class="badge borrowing"') == 1
