@@ -85,6 +85,10 @@ JOB_READONLY_FIELDS = [
     "attempt",
     "started_at",
     "finished_at",
+    # The scheduler's: whether the job borrows beyond its owner's quota, and its preemption.
+    "borrowed",
+    "preempted_for",
+    "preempt_requested_at",
 ]
 
 
@@ -103,7 +107,7 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "priority",
         "submitted_at",
     ]
-    list_filter = ["state", "resource_kind", "task_mode", "gpu_model", "priority"]
+    list_filter = ["state", "resource_kind", "task_mode", "gpu_model", "priority", "preemptible"]
     search_fields = ["name", "owner__username", "project__name"]
     date_hierarchy = "submitted_at"
     list_select_related = ["owner", "project", "gpu_model"]
@@ -128,6 +132,7 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "expected_seconds",
         "max_retries",
         "priority",
+        "preemptible",
         "stop_requested_at",
         *JOB_READONLY_FIELDS,
     ]

@@ -217,7 +217,7 @@ class SpecAdmin(UnitFieldsMixin, admin.ModelAdmin):
 @admin.register(Quota)
 class QuotaAdmin(admin.ModelAdmin):
     form = QuotaForm
-    list_display = ["user", "resource", "gpu_model", "limit_shown"]
+    list_display = ["user", "resource", "gpu_model", "limit_shown", "borrow_limit_shown"]
     list_filter = ["resource", "gpu_model"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]
@@ -225,6 +225,10 @@ class QuotaAdmin(admin.ModelAdmin):
     @admin.display(description=_("limit"), ordering="limit")
     def limit_shown(self, quota: Quota):
         return quota.limit_shown
+
+    @admin.display(description=_("borrow limit"), ordering="borrow_limit", empty_value="—")
+    def borrow_limit_shown(self, quota: Quota):
+        return quota.borrow_limit_shown
 
 
 @admin.register(UserShare)

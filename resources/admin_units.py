@@ -113,30 +113,46 @@ class QuotaForm(forms.ModelForm):
             "virtual-GPU compute in percent of a card."
         ),
     )
+    borrow_limit = forms.DecimalField(
+        label=_("borrow limit"),
+        min_value=0,
+        required=False,
+        help_text=_(
+            "In the limit's unit: how much beyond the limit this user's preemptible jobs may "
+            "borrow while it is idle. Empty: no cap."
+        ),
+    )
 
     class Meta:
         model = Quota
-        fields = ["user", "resource", "gpu_model", "limit"]
+        fields = ["user", "resource", "gpu_model", "limit", "borrow_limit"]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.initial["limit"] = self.instance.limit_shown
+            self.initial["borrow_limit"] = self.instance.borrow_limit_shown
 
     def clean(self) -> dict:
         cleaned = super().clean()
-        resource, limit = cleaned.get("resource"), cleaned.get("limit")
-        if resource is None or limit is None:
+        resource = cleaned.get("resource")
+        if resource is None:
             return cleaned
+        for name in ("limit", "borrow_limit"):
+            if cleaned.get(name) is not None:
+                cleaned[name] = self._stored(resource, name, cleaned[name])
+        return cleaned
+
+    def _stored(self, resource: str, name: str, shown: Decimal) -> int | Decimal:
+        """``shown`` (in the resource's unit) as the integer the model keeps."""
         field = QUOTA_FIELDS.get(resource)
         if field is not None:
-            cleaned["limit"] = field.stored(limit)
-        elif limit != limit.to_integral_value():
+            return field.stored(shown)
+        if shown != shown.to_integral_value():
             self.add_error(
-                "limit",
+                name,
                 _("A limit on GPU cards or virtual-GPU compute is a whole number, not %(limit)s.")
-                % {"limit": limit},
+                % {"limit": shown},
             )
-        else:
-            cleaned["limit"] = int(limit)
-        return cleaned
+            return shown
+        return int(shown)

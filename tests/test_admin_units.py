@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from resources.models import Quota, Spec
+from resources.models import Quota, SiteSettings, Spec
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -97,6 +97,60 @@ def test_a_quota_limit_is_entered_in_the_resources_unit(admin_client_):
     quota = Quota.objects.get(user=owner, resource=Quota.Resource.CPU)
     page = admin_client_.get(reverse("admin:resources_quota_change", args=[quota.pk]))
     assert page.context["adminform"].form["limit"].value() == Decimal("12.5")
+
+
+def test_a_quota_borrow_limit_is_in_the_limits_unit_and_empty_means_no_cap(admin_client_):
+    owner = UserFactory(username="owner")
+    v100 = GpuModelFactory(name="V100")
+    add = reverse("admin:resources_quota_add")
+    for data, borrow_limit in [
+        ({"resource": Quota.Resource.CPU, "limit": "8", "borrow_limit": "4.5"}, 4_500),
+        ({"resource": Quota.Resource.MEMORY, "limit": "56", "borrow_limit": "0.5"}, 512),
+        ({"resource": Quota.Resource.GPU, "gpu_model": v100.pk, "limit": "2"}, None),
+    ]:
+        response = admin_client_.post(add, {"user": owner.pk, **data})
+        assert response.status_code == 302, response.context["adminform"].form.errors
+        assert Quota.objects.get(user=owner, resource=data["resource"]).borrow_limit == borrow_limit
+    quota = Quota.objects.get(user=owner, resource=Quota.Resource.CPU)
+    url = reverse("admin:resources_quota_change", args=[quota.pk])
+    page = admin_client_.get(url)
+    assert page.context["adminform"].form["borrow_limit"].value() == Decimal("4.5")
+    assert admin_client_.post(url, form_data(page)).status_code == 302
+    quota.refresh_from_db()
+    assert (quota.limit, quota.borrow_limit) == (8_000, 4_500)
+    listed = admin_client_.get(reverse("admin:resources_quota_changelist")).content.decode()
+    assert "Borrow limit" in listed and "4.5" in listed
+
+
+def test_a_fractional_borrow_limit_on_cards_is_refused_naming_the_field(admin_client_):
+    v100 = GpuModelFactory(name="V100")
+    data = {"resource": Quota.Resource.GPU, "gpu_model": v100.pk, "limit": "2"}
+    response = admin_client_.post(
+        reverse("admin:resources_quota_add"), {**data, "borrow_limit": "1.5"}
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {
+        "borrow_limit": ["A limit on GPU cards or virtual-GPU compute is a whole number, not 1.5."]
+    }
+    assert not Quota.objects.exists()
+
+
+def test_the_preemption_grace_is_a_site_setting(admin_client_):
+    site = SiteSettings.load()
+    url = reverse("admin:resources_sitesettings_change", args=[site.pk])
+    page = admin_client_.get(url)
+    assert page.context["adminform"].form["preempt_grace_seconds"].value() == 60
+    response = admin_client_.post(url, form_data(page) | {"preempt_grace_seconds": "120"})
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert SiteSettings.load().preempt_grace_seconds == 120
+
+
+def test_the_jobs_admin_sets_preemptible_and_shows_the_schedulers_borrowing(admin_client_):
+    job = JobFactory(preemptible=True, borrowed=True)
+    form = admin_client_.get(reverse("admin:jobs_job_change", args=[job.pk])).context["adminform"]
+    assert form.form["preemptible"].value() is True
+    assert "borrowed" not in form.form.fields
+    assert "borrowed" in form.readonly_fields
 
 
 @pytest.mark.parametrize(

@@ -105,11 +105,20 @@ class Quota(models.Model):
     @property
     def limit_shown(self) -> Decimal | int:
         """The limit in the unit people read: cores, GiB, cards or percent of a card."""
+        return self.shown(self.limit)
+
+    @property
+    def borrow_limit_shown(self) -> Decimal | int | None:
+        """The borrow limit in the limit's unit; None: no cap."""
+        return None if self.borrow_limit is None else self.shown(self.borrow_limit)
+
+    def shown(self, amount: int) -> Decimal | int:
+        """An amount of this quota's resource in the unit people read."""
         if self.resource == self.Resource.CPU:
-            return exact_decimal(Decimal(self.limit) / MILLI_PER_CORE)
+            return exact_decimal(Decimal(amount) / MILLI_PER_CORE)
         if self.resource == self.Resource.MEMORY:
-            return exact_gib(self.limit)
-        return self.limit
+            return exact_gib(amount)
+        return amount
 
     @property
     def key(self) -> str:
