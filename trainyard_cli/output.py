@@ -79,7 +79,7 @@ def jobs_table(jobs: list[dict]) -> str:
                 job["name"],
                 job["project"],
                 job["owner"],
-                job["state"],
+                job["state"] + (" (borrowing)" if job.get("borrowed") else ""),
                 _replicas(job) + resources_text(job["resources"]),
                 when(job["submitted_at"]),
             ]
@@ -111,6 +111,9 @@ def job_details(job: dict) -> str:
         ("Max run time", _minutes(job["max_runtime_minutes"])),
         ("Max retries", job["max_retries"]),
         ("Priority", job["priority"]),
+        ("Preemptible", "yes" if job.get("preemptible") else "no"),
+        ("Borrowing", "idle quota beyond yours: may be preempted" if job.get("borrowed") else None),
+        ("Attempt", job.get("attempt") or None),
         ("Submitted", when(job["submitted_at"])),
         ("Started", when(job["started_at"])),
         ("Finished", when(job["finished_at"])),
