@@ -19,6 +19,7 @@ pytestmark = pytest.mark.django_db
 JSON = "application/json"
 NEW = "/jobs/new/"
 BORROWING_EN = "Borrowing idle quota — may be preempted (grace 90 s)"
+BORROWING_ZH = "正在借用空闲配额——可能被抢占（宽限 90 秒）"
 
 
 @pytest.fixture
@@ -165,6 +166,13 @@ def test_a_borrowing_job_page_says_it_may_be_preempted_and_the_grace(owner_clien
     # The state card is refreshed by the page's polls: they keep the line.
     poll = owner_client.get(reverse("jobs:runtime", args=[borrowing_job.pk])).content.decode()
     assert BORROWING_EN in poll
+
+
+def test_the_borrowing_line_reads_in_chinese(owner_client, borrowing_job):
+    owner_client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
+    html = owner_client.get(reverse("jobs:detail", args=[borrowing_job.pk])).content.decode()
+    assert BORROWING_ZH in html
+    assert '<dt>可抢占</dt><dd id="job-preemptible">是</dd>' in html
 
 
 def test_the_jobs_list_marks_borrowing_jobs(owner_client, owner, borrowing_job):
