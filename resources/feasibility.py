@@ -17,7 +17,7 @@ from django.utils.translation import gettext_noop
 
 from .catalog import ModelCatalog
 from .models import MIB_PER_GIB, GpuModel, Node
-from .quota import quota_limits
+from .quota import borrow_limits_for, quota_limits
 from .ratios import mib_to_gib, milli_to_cores
 from .request import ResourceRequest
 from .vector import CPU, MEMORY
@@ -41,11 +41,13 @@ class Feasibility:
 
 
 def request_feasibility(
-    *, request: ResourceRequest, user: AbstractBaseUser | None = None
+    *, request: ResourceRequest, user: AbstractBaseUser | None = None, preemptible: bool = False
 ) -> Feasibility:
-    """Check ``request`` against every ready node and, given a user, their quota."""
+    """Check ``request`` against every ready node and, given a user, their quota (for a
+    preemptible job, their quota and what they may borrow beyond it)."""
     errors: dict[str, list[str]] = {}
-    for key, message in _capacity_errors(request) + _quota_errors(request, user):
+    quota_errors = _quota_errors(request, user, preemptible)
+    for key, message in _capacity_errors(request) + quota_errors:
         errors.setdefault(key, []).append(message)
     return Feasibility(errors)
 
@@ -162,11 +164,17 @@ STORAGE_MESSAGES = (
 )
 
 
-def _quota_errors(request: ResourceRequest, user: AbstractBaseUser | None) -> list[tuple[str, str]]:
-    """A job larger than the user's whole quota could never be admitted."""
+def _quota_errors(
+    request: ResourceRequest, user: AbstractBaseUser | None, preemptible: bool
+) -> list[tuple[str, str]]:
+    """A job larger than the user's whole quota could never be admitted; a preemptible one
+    runs borrowing when beyond it, up to the borrow limits (a key without one has no cap)."""
     if user is None:
         return []
     limits = quota_limits(user=user)
+    if preemptible:
+        borrow = borrow_limits_for(user_ids=[user.pk])[user.pk]
+        limits = {key: max(limit, borrow[key]) for key, limit in limits.items() if key in borrow}
     need = request.quota_vector()
     model = request.gpu_model
     catalog = ModelCatalog.load() if model is not None else None

@@ -9,12 +9,22 @@ they free; the preempted jobs go back to the queue.
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
+from billing.accounts import account_for_user
 from jobs.execution.settle import job_settle
 from jobs.models import Job, Replica, ReplicaAttempt
 from jobs.quota_usage import quota_usage
 from jobs.scheduler import run_pass
-from tests.factories import GpuModelFactory, JobFactory, NodeFactory, QuotaFactory, UserFactory
+from jobs.services.submit import job_submit
+from tests.factories import (
+    GpuModelFactory,
+    JobFactory,
+    NodeFactory,
+    ProjectFactory,
+    QuotaFactory,
+    UserFactory,
+)
 from tests.scheduling import assert_invariants, fresh, run_job, states
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +223,24 @@ def test_a_stopped_borrowing_job_is_not_preempted(v100, ada, bob):
     Job.objects.filter(pk=victim.pk).update(stop_requested_at=victim.submitted_at)
     JobFactory(owner=bob, gpu_model=v100)
     assert run_pass().preempted == {}
+
+
+def test_a_preemptible_job_beyond_the_whole_quota_is_refused_only_past_the_borrow_limit(v100, ada):
+    NodeFactory(gpu_model=v100, gpu_count=8)
+    ProjectFactory(name="p", owner=ada)
+    account = account_for_user(user=ada)
+    account.billing_enabled = True
+    account.save(update_fields=["billing_enabled"])
+
+    def submit(cards: int, preemptible: bool) -> Job:
+        resources = {"kind": "gpu", "gpu_model": "V100", "gpu_count": cards}
+        body = {"project": "p", "name": "big", "command": "true", "resources": resources}
+        return job_submit(user=ada, data={**body, "preemptible": preemptible})
+
+    with pytest.raises(ValidationError, match="your whole quota is 1"):
+        submit(4, preemptible=False)
+    assert submit(4, preemptible=True).preemptible  # no borrow limit: no cap
+    ada.quotas.update(borrow_limit=2)
+    with pytest.raises(ValidationError, match="the job needs 4 V100 cards in total"):
+        submit(4, preemptible=True)
+    assert submit(2, preemptible=True).preemptible

@@ -3,9 +3,11 @@
 A small cluster where jobs contend: random submissions through ``job_submit``
 (whole cards, vGPU shares, distributed gangs, CPU jobs, with and without max
 run times and ports), stops, runs and ends, nodes drained, downed and readied
-again, and scheduling passes in any order. After every step nothing is
-over-committed (per node, per card, per quota), a distributed job holds all its
-replicas on distinct nodes or none, and a pass starts jobs on ready nodes only.
+again, preemptible jobs that borrow and are preempted, and scheduling passes in any
+order. After every step nothing is over-committed (per node, per card, per quota for
+work that does not borrow), a distributed job holds all its replicas on distinct nodes
+or none, a pass starts jobs on ready nodes only, only preemptible jobs borrow, and a
+job is preempted only for one that does not borrow (no cycles).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from hypothesis.stateful import (
 )
 
 from billing.accounts import account_for_user
-from jobs.models import Job
+from jobs.execution.settle import job_settle
+from jobs.models import Job, Replica, ReplicaAttempt
 from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop
 from jobs.services.submit import job_submit
@@ -53,12 +56,13 @@ P4_JOB = st.fixed_dictionaries(
     {"kind": st.just("gpu"), "gpu_model": st.just("P4"), "gpu_count": st.integers(1, 2)}
 )
 CPU_JOB = st.fixed_dictionaries({"kind": st.just("cpu"), "cpu_cores": st.integers(1, 16)})
-# (user, resources, replicas, max run time, with a port)
+# (user, resources, replicas, max run time, with a port, preemptible)
 REQUEST = st.tuples(
     st.integers(0, 1),
     st.one_of(GPU_JOB, VGPU_JOB, P4_JOB, CPU_JOB),
     st.sampled_from([1, 1, 2, 3]),
     st.sampled_from([None, 30, 240]),
+    st.booleans(),
     st.booleans(),
 )
 
@@ -101,7 +105,7 @@ class Cluster(RuleBasedStateMachine):
             account.save(update_fields=["billing_enabled"])
             ProjectFactory(name=f"p-{user.username}", owner=user)
         ada, bob = self.users
-        Quota.objects.create(user=ada, resource=Quota.Resource.GPU, gpu_model=v100, limit=4)
+        Quota.objects.create(user=ada, resource=Quota.Resource.GPU, gpu_model=v100, limit=2)
         Quota.objects.create(
             user=ada, resource=Quota.Resource.VGPU_COMPUTE, gpu_model=v100, limit=250
         )
@@ -122,7 +126,7 @@ class Cluster(RuleBasedStateMachine):
     def submit_one(self, request):
         self.submit(*request)
 
-    def submit(self, user, resources, replicas, max_runtime, port):
+    def submit(self, user, resources, replicas, max_runtime, port, preemptible):
         owner = self.users[user]
         body = {
             "project": f"p-{owner.username}",
@@ -131,6 +135,7 @@ class Cluster(RuleBasedStateMachine):
             "resources": resources,
             "max_runtime_minutes": max_runtime,
             "ports": [8888] if port else [],
+            "preemptible": preemptible,
         }
         if replicas > 1:
             body.update(task_mode="distributed", replicas=replicas)
@@ -167,6 +172,22 @@ class Cluster(RuleBasedStateMachine):
         elif outcome != "run" and job.is_active:
             end_job(job, Job.State.SUCCEEDED if outcome == "succeed" else Job.State.FAILED)
 
+    @rule()
+    def preempted_jobs_stop(self):
+        """What the agent and settle do once a preempted job's replicas have stopped."""
+        for job in Job.objects.filter(
+            state__in=Job.ACTIVE_STATES, preempt_requested_at__isnull=False
+        ):
+            for replica in Replica.objects.filter(job=job):
+                ReplicaAttempt.objects.get_or_create(
+                    replica=replica,
+                    number=job.attempt,
+                    defaults={"node_id": replica.node_id, "state": "stopped"},
+                )
+            job_settle(job=job)
+            job.refresh_from_db()
+            assert job.state == Job.State.RESOURCE_WAIT and not job.borrowed, job
+
     @rule(index=st.integers(0, 4), state=st.sampled_from(list(Node.State.values)))
     def node_changes(self, index, state):
         node_set_state(node=self.nodes[index], state=state, reason="property test")
@@ -180,6 +201,14 @@ class Cluster(RuleBasedStateMachine):
             .exclude(nodes=F("replicas"))
         )
         assert not split.exists(), list(split.values("pk", "replicas", "nodes"))
+
+    @invariant()
+    def only_preemptible_jobs_borrow_and_preemption_has_no_cycles(self):
+        assert not Job.objects.filter(borrowed=True, preemptible=False).exists()
+        assert not Job.objects.filter(state__in=Job.WAITING_STATES, borrowed=True).exists()
+        victims = Job.objects.filter(preempt_requested_at__isnull=False)
+        assert not victims.exclude(state__in=Job.ACTIVE_STATES, borrowed=True).exists()
+        assert not Job.objects.filter(preempted_for__borrowed=True).exists()
 
     def _job(self, index: int) -> Job:
         return Job.objects.get(pk=self.jobs[index % len(self.jobs)])

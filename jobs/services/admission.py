@@ -32,10 +32,12 @@ class Admission:
         return Feasibility(dict(errors))
 
 
-def request_admission(*, user: AbstractBaseUser, request: ResourceRequest) -> Admission:
+def request_admission(
+    *, user: AbstractBaseUser, request: ResourceRequest, preemptible: bool = False
+) -> Admission:
     return Admission(
         billing=request_billing_errors(user=user, request=request),
-        feasibility=request_feasibility(request=request, user=user),
+        feasibility=request_feasibility(request=request, user=user, preemptible=preemptible),
     )
 
 
