@@ -22,6 +22,8 @@ from tests.job_site import build_site
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+# The quota admin's limit field by its label ("limit:"), not its borrow limit's ("borrow limit:").
+QUOTA_LIMIT = re.compile(r"^limit\b", re.IGNORECASE)
 # The time zone every browser context reports; pages must show times in it.
 BROWSER_TZ = "Asia/Shanghai"
 # Chromium tells Playwright's console nothing of what the CSP refuses: each page reports its

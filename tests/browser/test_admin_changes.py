@@ -4,7 +4,7 @@ from playwright.sync_api import Page, expect
 
 from jobs.models import Job
 from resources.models import Node, Quota, SiteSettings, Spec
-from tests.browser.conftest import screenshot, settle
+from tests.browser.conftest import QUOTA_LIMIT, screenshot, settle
 
 
 def check_feasibility(page: Page) -> None:
@@ -67,7 +67,7 @@ def test_admin_sets_a_quota_and_the_user_sees_it_on_the_panel_and_the_form(
     admin.locator(".select2-results__option", has_text="owner").click()
     admin.get_by_label("Resource").select_option(Quota.Resource.GPU)
     admin.get_by_label("GPU model").select_option(label="V100")
-    admin.get_by_label("Limit").fill("2")
+    admin.get_by_label(QUOTA_LIMIT).fill("2")
     admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.locator(".messagelist")).to_be_visible()
 

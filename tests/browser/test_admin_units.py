@@ -3,7 +3,7 @@
 from playwright.sync_api import expect
 
 from resources.models import Node, Quota
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import QUOTA_LIMIT, screenshot
 
 
 def test_the_node_form_shows_cores_and_gib_and_saves_them_unchanged(pages, site, admin_user):
@@ -25,7 +25,7 @@ def test_a_second_default_quota_is_refused_in_a_sentence(pages, site, admin_user
     Quota.objects.create(user=None, resource=Quota.Resource.CPU, limit=64_000)
     page = pages.open(admin_user, "/admin/resources/quota/add/")
     page.get_by_label("Resource").select_option(Quota.Resource.CPU)
-    page.get_by_label("Limit").fill("32")
+    page.get_by_label(QUOTA_LIMIT).fill("32")
     page.get_by_role("button", name="Save", exact=True).click()
 
     errors = page.locator(".errornote, .errorlist")
@@ -33,5 +33,5 @@ def test_a_second_default_quota_is_refused_in_a_sentence(pages, site, admin_user
         "A default quota (no user) for this resource already exists"
     )
     expect(page.locator("#content")).not_to_contain_text("quota_unique_default_resource")
-    expect(page.get_by_label("Limit")).to_have_value("32")
+    expect(page.get_by_label(QUOTA_LIMIT)).to_have_value("32")
     screenshot(page, "admin-quota-refused")
