@@ -20,7 +20,7 @@ from ninja.pagination import paginate
 from core.api_pagination import Pagination
 from resources.schemas import ReplicaResourcesOut, replica_resources_out
 
-from .api_resources import ResourcePartIn
+from .api_resources import FeasibilityIn
 from .models import Job, JobEvent
 from .models.job import MAX_COMMAND_CHARS, MAX_PORT, MAX_PORTS_PER_JOB, MAX_RETRIES, MIN_PORT
 from .selectors import (
@@ -38,7 +38,7 @@ from .services.submit import job_submit
 router = Router(tags=["jobs"])
 
 
-class JobIn(ResourcePartIn):
+class JobIn(FeasibilityIn):
     """A new job; names of projects, models, specs, datasets... Omitted fields: form defaults."""
 
     project: str | None = None
@@ -62,12 +62,6 @@ class JobIn(ResourcePartIn):
     max_runtime_minutes: int | None = Field(None, description="null: no limit")
     max_retries: int | None = Field(None, description=f"0–{MAX_RETRIES}, default 0")
     priority: str | None = Field(None, description="normal (default) or high (staff only)")
-    preemptible: bool | None = Field(
-        None,
-        description="true: may start beyond your quota on idle cards, and be stopped (TERM, "
-        "KILL after the site's grace) and requeued when a job within its quota needs them. "
-        "Default false",
-    )
 
 
 class JobPatchIn(Schema):

@@ -67,6 +67,17 @@ class ResourcePartIn(Schema):
     resources: ResourcesIn | None = None
 
 
+class FeasibilityIn(ResourcePartIn):
+    """The resource part, and whether the job is preemptible: one may borrow beyond the quota."""
+
+    preemptible: bool | None = Field(
+        None,
+        description="true: may start beyond your quota on idle cards, and be stopped (TERM, "
+        "KILL after the site's grace) and requeued when a job within its quota needs them. "
+        "Default false",
+    )
+
+
 class GpuModelFreeOut(Schema):
     name: str
     free_cards: int
@@ -144,11 +155,14 @@ def free_resources_refresh_now(request: HttpRequest):
     response=FeasibilityOut,
     operation_id="resources_api_free_feasibility",
 )
-def feasibility(request: HttpRequest, payload: ResourcePartIn):
+def feasibility(request: HttpRequest, payload: FeasibilityIn):
     """Could this request ever run: may your account use it, is there a node big enough,
     is it within your quota? The same rules as submitting it."""
     resource_request = job_resources_resolve(
         user=request.user, data=payload.model_dump(exclude_unset=True)
     )
-    result = request_admission(user=request.user, request=resource_request).as_feasibility()
+    admission = request_admission(
+        user=request.user, request=resource_request, preemptible=bool(payload.preemptible)
+    )
+    result = admission.as_feasibility()
     return {"feasible": result.feasible, "reasons": result.reasons}

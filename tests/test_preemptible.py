@@ -12,12 +12,13 @@ from django.urls import reverse
 
 from jobs.models import Job
 from jobs.services.submit import job_submit
-from resources.models import SiteSettings
+from resources.models import Quota, SiteSettings
 from tests.job_site import build_site, form_post, job_body
 
 pytestmark = pytest.mark.django_db
 JSON = "application/json"
 NEW = "/jobs/new/"
+HTMX = {"HTTP_HX_REQUEST": "true"}
 BORROWING_EN = "Borrowing idle quota — may be preempted (grace 90 s)"
 BORROWING_ZH = "正在借用空闲配额——可能被抢占（宽限 90 秒）"
 
@@ -35,6 +36,14 @@ def borrowing_job(site, owner) -> Job:
     Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, borrowed=True, attempt=1)
     job.refresh_from_db()
     return job
+
+
+@pytest.fixture
+def one_card_quota(site, owner) -> Quota:
+    """One V100 card within the quota; preemptible jobs may borrow up to 4."""
+    return Quota.objects.create(
+        user=owner, resource=Quota.Resource.GPU, gpu_model=site.v100, limit=1, borrow_limit=4
+    )
 
 
 class Checkbox(HTMLParser):
@@ -115,6 +124,20 @@ def test_the_export_carries_the_flag(owner_client, owner, borrowing_job):
     assert again.status_code == 201 and again.json()["preemptible"] is True
 
 
+def test_the_feasibility_check_counts_what_a_preemptible_job_may_borrow(
+    owner_client, one_card_quota
+):
+    """As submit does: beyond the whole quota is refused unless the job may borrow."""
+    body = {"resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 2}}
+    url = "/api/v1/resources/feasibility"
+    plain = owner_client.post(url, body, content_type=JSON).json()
+    assert plain["feasible"] is False and "quota" in plain["reasons"][0]
+    spare = owner_client.post(url, {**body, "preemptible": True}, content_type=JSON).json()
+    assert spare == {"feasible": True, "reasons": []}
+    bad = owner_client.post(url, {**body, "preemptible": "maybe"}, content_type=JSON)
+    assert bad.status_code == 422 and list(bad.json()["errors"]) == ["preemptible"]
+
+
 # New job --------------------------------------------------------------------------------------
 
 
@@ -141,6 +164,13 @@ def test_a_refused_form_keeps_the_tick(owner_client, site):
     assert "Enter a startup command" in response.content.decode()
     assert "checked" in preemptible_box(response.content.decode())
     assert not Job.objects.exists()
+
+
+def test_new_jobs_feasibility_check_follows_the_checkbox(owner_client, one_card_quota):
+    data = form_post(gpu_count="2", _action="feasibility")
+    assert "Not feasible:" in owner_client.post(NEW, data, **HTMX).content.decode()
+    ticked = owner_client.post(NEW, {**data, "preemptible": "on"}, **HTMX).content.decode()
+    assert "Feasible: enough nodes can hold this request" in ticked
 
 
 def test_run_again_opens_the_form_ticked(owner_client, borrowing_job):

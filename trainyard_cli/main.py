@@ -23,8 +23,9 @@ from .errors import (
 from .follow import follow_job
 from .job_files import apply_overrides, dump_job, load_job_file
 
-# The part of a job the feasibility check reads (``POST /api/v1/resources/feasibility``).
-RESOURCE_FIELDS = ("task_mode", "replicas", "config_mode", "spec", "resources")
+# The part of a job the feasibility check reads (``POST /api/v1/resources/feasibility``):
+# its resources, and whether it may borrow beyond the quota.
+RESOURCE_FIELDS = ("task_mode", "replicas", "config_mode", "spec", "resources", "preemptible")
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the API's JSON.")
 set_option = click.option(

@@ -348,7 +348,10 @@ class JobForm(JobFields):
             request = job_resources_resolve(user=self.user, data=self.submit_data())
         except ValidationError as error:
             return Feasibility(error.message_dict)
-        return request_admission(user=self.user, request=request).as_feasibility()
+        admission = request_admission(
+            user=self.user, request=request, preemptible=self._ticked("preemptible")
+        )
+        return admission.as_feasibility()
 
     @property
     def error_count(self) -> int:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from jobs.models import Job
+from resources.models import Quota
 from tests.cli.conftest import write
 from tests.job_site import build_site
 
@@ -39,6 +40,18 @@ def test_the_yaml_field_makes_a_preemptible_job_and_export_keeps_it(server_cli, 
     assert any(line.split() == ["Preemptible:", "yes"] for line in shown), shown
     assert not any(line.startswith("Borrowing:") for line in shown)
     assert "\npreemptible: true\n" in server_cli("export", str(answer["id"])).stdout
+
+
+def test_check_counts_what_a_preemptible_job_may_borrow(server_cli, site, owner):
+    Quota.objects.create(
+        user=owner, resource=Quota.Resource.GPU, gpu_model=site.v100, limit=1, borrow_limit=4
+    )
+    path = write(server_cli, "job.yaml", JOB)
+    assert server_cli("check", path, "--set", "resources.gpu_count=2").returncode == 0
+    refused = server_cli(
+        "check", path, "--set", "resources.gpu_count=2", "--set", "preemptible=false"
+    )
+    assert refused.returncode == 1 and refused.stdout.startswith("Not feasible:")
 
 
 def test_set_overrides_it_like_any_field(server_cli, site):
