@@ -98,6 +98,11 @@ MESSAGES = {
     "stopped.unstarted": _("Stopped before it started."),
     "superseded": _("Superseded before it started."),
     "stopped.peer": _("Replica %(index)d ended (%(state)s); stopping the other replicas."),
+    # The Queue page (jobs/services/queue.py).
+    "queue.moved": _("Moved by %(user)s past job #%(job)s in the queue"),
+    "queue.priority": _("Priority set to %(priority)s by %(user)s"),
+    "priority.normal": _("Normal"),
+    "priority.high": _("High"),
     "preempting": _("Preempting for job #%(job)s: TERM now, KILL after the grace period"),
     "preempted": _("Preempted for job #%(job)s; back in the queue (not counted as a retry)"),
     # How an attempt ended, as a word inside another reason (the attempt states' labels).
@@ -317,6 +322,10 @@ EXAMPLES = {
     "start.more": {"first": "p4-03", "rest": "p4-04"},
     "running": {"count": 2, "attempt": 1},
     "stopped": {},
+    "queue.moved": {"user": "张三", "job": 12},
+    "queue.priority": {"user": "张三", "priority": {"code": "priority.high", "params": {}}},
+    "priority.normal": {},
+    "priority.high": {},
     "preempting": {"job": 12},
     "preempted": {"job": 12},
     "stopped.by": {"user": "张三"},

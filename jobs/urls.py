@@ -1,6 +1,14 @@
 from django.urls import path, register_converter
 
-from . import detail_views, estimate_views, form_views, runtime_views, template_views, views
+from . import (
+    detail_views,
+    estimate_views,
+    form_views,
+    queue_views,
+    runtime_views,
+    template_views,
+    views,
+)
 
 
 class OutputPathConverter:
@@ -21,6 +29,9 @@ app_name = "jobs"
 urlpatterns = [
     path("", views.job_list, name="list"),
     path("new/", form_views.job_new, name="new"),
+    path("queue/", queue_views.queue_page, name="queue"),
+    path("<int:pk>/move/", queue_views.queue_move, name="queue_move"),
+    path("<int:pk>/priority/", queue_views.queue_priority, name="queue_priority"),
     path("new/estimate/", estimate_views.estimate_panel_view, name="estimate"),
     path("<int:pk>/", detail_views.job_detail, name="detail"),
     path("<int:pk>/stop/", detail_views.job_stop_view, name="stop"),

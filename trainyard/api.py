@@ -18,6 +18,7 @@ from accounting.api import router as billing_router
 from accounts.models import ApiToken, hash_token
 from jobs.api import router as jobs_router
 from jobs.api_jobs import router as job_api_router
+from jobs.api_queue import router as queue_api_router
 from jobs.api_resources import router as free_api_router
 from jobs.estimates.api import router as estimates_router
 from resources.api import router as resources_router
@@ -95,6 +96,7 @@ def register_routers() -> None:
     api.add_router("/", resources_router)
     api.add_router("/", jobs_router)
     api.add_router("/", job_api_router)
+    api.add_router("/", queue_api_router)
     api.add_router("/", estimates_router)
     api.add_router("/", free_api_router)
     api.add_router("/billing", billing_router)

@@ -22,6 +22,7 @@ from .errors import (
 )
 from .follow import follow_job
 from .job_files import apply_overrides, dump_job, load_job_file
+from .queue_text import queue_text
 
 # The part of a job the feasibility check reads (``POST /api/v1/resources/feasibility``):
 # its resources, and whether it may borrow beyond the quota.
@@ -196,6 +197,35 @@ def export(job_id: int, as_json: bool) -> None:
     with visible_job(job_id):
         body = client().get(f"/jobs/{job_id}/export")
     output.emit(body, as_json=as_json, render=lambda b: dump_job(b).rstrip("\n"))
+
+
+@cli.command()
+@json_option
+def queue(as_json: bool) -> None:
+    """Waiting jobs you may see, per model, in the order the scheduler takes them."""
+    output.emit(client().get("/queue"), as_json=as_json, render=queue_text)
+
+
+@cli.command()
+@click.argument("job_id", type=int)
+@click.argument("direction", type=click.Choice(["up", "down"]))
+@json_option
+def move(job_id: int, direction: str, as_json: bool) -> None:
+    """Move one of your waiting jobs up or down among your jobs of its queue."""
+    with visible_job(job_id):
+        answer = client().post(f"/jobs/{job_id}/move", {"direction": direction})
+    output.emit(answer, as_json=as_json, render=queue_text)
+
+
+@cli.command()
+@click.argument("job_id", type=int)
+@click.argument("level", type=click.Choice(["normal", "high"]))
+@json_option
+def priority(job_id: int, level: str, as_json: bool) -> None:
+    """Staff: set a waiting job's priority."""
+    with visible_job(job_id):
+        answer = client().post(f"/jobs/{job_id}/priority", {"priority": level})
+    output.emit(answer, as_json=as_json, render=queue_text)
 
 
 @cli.command()

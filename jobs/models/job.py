@@ -147,6 +147,9 @@ class Job(ReplicaResourceColumns):
         _("attempt"), default=0, help_text=_("Current attempt of the whole job (1-based).")
     )
     submitted_at = models.DateTimeField(_("submitted"), auto_now_add=True, db_index=True)
+    # Its place among its owner's waiting jobs when they reordered them (the Queue page):
+    # the queue orders by this, else the submit time (jobs/scheduler/queue.py).
+    queue_since = models.DateTimeField(_("in the queue since"), null=True, blank=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
     stop_requested_at = models.DateTimeField(_("stop requested"), null=True, blank=True)

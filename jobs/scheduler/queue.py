@@ -2,8 +2,9 @@
 
 Within a priority, the jobs of users with less recent use go first: each owner's
 fair-share factor (``billing/fair_share.py``), highest first; equal factors keep
-submission order. Ahead of all: a job for which borrowing jobs were preempted
-(``preemption.py``), until it starts on what they freed.
+submission order, or the order their owner gave them (``Job.queue_since``). Ahead
+of all: a job for which borrowing jobs were preempted (``preemption.py``), until
+it starts on what they freed.
 
 Each requested GPU model is its own queue (CPU jobs share one), so a blocked
 V100 job never holds back a P4 job; quota-wait and resource-wait are separate
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef
+from django.db.models.functions import Coalesce
 
 from jobs.models import Job, JobPort
 from resources.catalog import ModelCatalog
@@ -68,10 +70,11 @@ class WaitingJob:
 def waiting_rows() -> list[tuple]:
     """The columns of every waiting job, in queue order (one query)."""
     waiting = Job.objects.filter(state__in=Job.WAITING_STATES).annotate(
-        reclaiming=Exists(Job.objects.filter(preempted_for=OuterRef("pk")))
+        reclaiming=Exists(Job.objects.filter(preempted_for=OuterRef("pk"))),
+        queued=Coalesce("queue_since", "submitted_at"),
     )
     return list(
-        waiting.order_by("-reclaiming", "-priority", "submitted_at", "pk").values_list(
+        waiting.order_by("-reclaiming", "-priority", "queued", "pk").values_list(
             "pk",
             "owner_id",
             "state",
@@ -89,15 +92,17 @@ def waiting_rows() -> list[tuple]:
     )
 
 
-def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
-    """The waiting jobs of ``waiting_rows`` with their ports (one more query, if any)."""
+def load_waiting(rows: list[tuple], catalog: ModelCatalog, *, ports=True) -> list[WaitingJob]:
+    """The waiting jobs of ``waiting_rows`` with their ports (one more query, if any;
+    none with ``ports=False``: readers of the order alone)."""
     if not rows:
         return []
-    ports: dict[int, list[int]] = {}
-    for job_id, port in JobPort.objects.filter(job__state__in=Job.WAITING_STATES).values_list(
-        "job_id", "port"
-    ):
-        ports.setdefault(job_id, []).append(port)
+    by_job: dict[int, list[int]] = {}
+    if ports:
+        for job_id, port in JobPort.objects.filter(job__state__in=Job.WAITING_STATES).values_list(
+            "job_id", "port"
+        ):
+            by_job.setdefault(job_id, []).append(port)
     return [
         WaitingJob(
             *row[:9],
@@ -105,7 +110,7 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog) -> list[WaitingJob]:
             preemptible=row[10],
             reclaiming=row[11],
             request=request_from_values(row[12:], catalog),
-            ports=tuple(sorted(ports.get(row[0], ()))),
+            ports=tuple(sorted(by_job.get(row[0], ()))),
         )
         for row in rows
     ]
