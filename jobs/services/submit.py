@@ -39,7 +39,7 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
     # In spec mode the user chose none of the resource fields: the spec answers for them.
     rename = {f: "spec" for f in RESOURCE_FIELDS} if job_input.spec else {}
     errors = FieldErrors()
-    admission = request_admission(user=user, request=request)
+    admission = request_admission(user=user, request=request, preemptible=job_input.preemptible)
     errors.merge(admission.billing, rename)
     errors.merge(
         template_errors(user=user, template=job_input.template, gpu_model=request.gpu_model),
