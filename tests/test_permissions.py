@@ -86,6 +86,15 @@ PAGES: dict[str, list[Case]] = {
         Case("POST", "/jobs/templates/{template}/delete/", (LOGIN, 404, 404, 302, 404))
     ],
     "jobs/<int:pk>/stop/": [Case("POST", "/jobs/{job}/stop/", (LOGIN, 404, 302, 302, 302))],
+    "jobs/queue/": [Case("GET", "/jobs/queue/", SIGNED_IN_ONLY)],
+    # Only the owner moves their job, only staff set a priority (the world's job runs: the
+    # page says why nothing moved).
+    "jobs/<int:pk>/move/": [
+        Case("POST", "/jobs/{job}/move/", (LOGIN, 404, 403, 302, 403), {"direction": "up"})
+    ],
+    "jobs/<int:pk>/priority/": [
+        Case("POST", "/jobs/{job}/priority/", (LOGIN, 404, 403, 403, 302), {"priority": "10"})
+    ],
     "resources/": [Case("GET", "/resources/", SIGNED_IN_ONLY)],
     "resources/free/refresh/": [
         Case("POST", "/resources/free/refresh/", (LOGIN, 302, 302, 302, 302))
@@ -173,6 +182,13 @@ API: dict[tuple[str, str], list[Case]] = {
     ],
     ("PATCH", "/api/v1/jobs/{job_id}"): [
         Case("PATCH", "/api/v1/jobs/{job}", API_PROJECT_ONLY, {"ports": [8888]})
+    ],
+    ("GET", "/api/v1/queue"): [Case("GET", "/api/v1/queue", API_SIGNED_IN)],
+    ("POST", "/api/v1/jobs/{job_id}/move"): [
+        Case("POST", "/api/v1/jobs/{job}/move", (401, 404, 403, 422, 403), {"direction": "up"})
+    ],
+    ("POST", "/api/v1/jobs/{job_id}/priority"): [
+        Case("POST", "/api/v1/jobs/{job}/priority", (401, 404, 403, 403, 422), {"priority": "high"})
     ],
     ("POST", "/api/v1/jobs/{job_id}/stop"): [
         Case("POST", "/api/v1/jobs/{job}/stop", API_PROJECT_ONLY)
