@@ -13,6 +13,7 @@ the owner's borrow limits (``Quota.borrow_limit``; none: no cap).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -75,21 +76,7 @@ class Quotas:
         limits = self.limits.get(job.owner_id)
         if not limits:
             return Admission(None if requested is None else tuple(options))
-        usage = self.usage[job.owner_id]
-        allowed: list[str | None] = []
-        first_short = None
-        for model, charge in self._charges(job, options):
-            short = _short_keys(charge, usage, limits)
-            if not short:
-                allowed.append(model)
-            elif first_short is None:
-                key = first_key(short)
-                first_short = quota_reason(
-                    key=key, need=charge[key], limit=limits[key], used=usage.get(key, 0)
-                )
-        if allowed or not options:
-            return Admission(None if requested is None else tuple(allowed))
-        return Admission(None, first_short)
+        return self._within(job, options, self.usage[job.owner_id], limits, quota_reason)
 
     def admit_borrowing(self, job: WaitingJob) -> Admission:
         """The models a preemptible job beyond its quota may borrow on, within the borrow
@@ -100,18 +87,24 @@ class Quotas:
             self._borrow_limits = borrow_limits_for(user_ids=set(self.usage))
         limits = self._borrow_limits.get(job.owner_id, {})
         borrowed = self.borrowed.get(job.owner_id, {})
-        allowed, first_short = [], None
+        return self._within(job, options, borrowed, limits, borrow_reason)
+
+    def _within(self, job, options, usage, limits, reason: Callable[..., Reason]) -> Admission:
+        """The models whose charge keeps ``usage`` within ``limits``, or the first shortfall
+        as ``reason`` words it."""
+        allowed: list[str | None] = []
+        first_short = None
         for model, charge in self._charges(job, options):
-            short = _short_keys(charge, borrowed, limits)
+            short = _short_keys(charge, usage, limits)
             if not short:
                 allowed.append(model)
             elif first_short is None:
                 key = first_key(short)
-                first_short = borrow_reason(
-                    key=key, need=charge[key], limit=limits[key], used=borrowed.get(key, 0)
+                first_short = reason(
+                    key=key, need=charge[key], limit=limits[key], used=usage.get(key, 0)
                 )
-        if allowed:
-            return Admission(None if requested is None else tuple(allowed))
+        if allowed or not options:
+            return Admission(None if job.requested_model is None else tuple(allowed))
         return Admission(None, first_short)
 
     def charge_started(
