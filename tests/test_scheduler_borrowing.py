@@ -244,3 +244,21 @@ def test_a_preemptible_job_beyond_the_whole_quota_is_refused_only_past_the_borro
     with pytest.raises(ValidationError, match="the job needs 4 V100 cards in total"):
         submit(4, preemptible=True)
     assert submit(2, preemptible=True).preemptible
+
+
+def test_what_a_preemption_frees_goes_to_its_job_not_to_one_that_came_later(v100, ada, bob):
+    """Kueue #6763's kind of loop: a job preempted for one that then does not start."""
+    NodeFactory(gpu_model=v100, gpu_count=2)
+    ada.quotas.update(limit=0)
+    victim = borrowing(ada, v100, cards=2)
+    waiting = JobFactory(owner=bob, gpu_model=v100, gpu_count=2)
+    assert run_pass().preempted == {victim.pk: waiting.pk}
+    # While it stops, a higher-priority job within its quota arrives for the same cards.
+    later = JobFactory(owner=UserFactory(), gpu_model=v100, gpu_count=2, priority=Job.Priority.HIGH)
+    assert run_pass().preempted == {}  # nothing else borrows: nothing more to preempt
+    preempted_off(victim)
+
+    run_pass()
+
+    assert states([waiting, later, victim]) == ["starting", "resource_wait", "quota_wait"]
+    assert_invariants()
