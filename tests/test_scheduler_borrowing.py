@@ -8,6 +8,8 @@ they free; the preempted jobs go back to the queue.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -262,3 +264,20 @@ def test_what_a_preemption_frees_goes_to_its_job_not_to_one_that_came_later(v100
 
     assert states([waiting, later, victim]) == ["starting", "resource_wait", "quota_wait"]
     assert_invariants()
+
+
+def test_a_victim_still_running_long_after_it_was_asked_is_asked_again(v100, ada, bob):
+    """The stop message may be lost with a worker that died after the pass committed."""
+    NodeFactory(gpu_model=v100, gpu_count=1)
+    ada.quotas.update(limit=0)
+    victim = borrowing(ada, v100, cards=1)
+    waiting = JobFactory(owner=bob, gpu_model=v100)
+    assert run_pass().preempted == {victim.pk: waiting.pk}
+    assert run_pass().preempted == {}  # asked a moment ago: its grace runs
+
+    asked = fresh(victim).preempt_requested_at - timedelta(seconds=31)
+    Job.objects.filter(pk=victim.pk).update(preempt_requested_at=asked)
+
+    assert run_pass().preempted == {victim.pk: waiting.pk}
+    assert fresh(victim).preempt_requested_at == asked  # the first request's time stands
+    assert fresh(victim).events.filter(reason_code="preempting").count() == 1

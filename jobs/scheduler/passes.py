@@ -154,7 +154,8 @@ class SchedulingPass:
         self.borrowers: list[WaitingJob] = []  # beyond quota, preemptible: considered last
         self.wanted: dict[str | None, int] = {}  # model (None: any) -> a job within quota waiting
         self._borrowing: Borrowing | None = None
-        self.preempted: dict[int, int] = {}
+        self.preempted: dict[int, int] = {}  # victim -> the job it stops for (new)
+        self.asked_again: dict[int, int] = {}
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -171,7 +172,7 @@ class SchedulingPass:
         # pending releases already, and read from the database as well they count twice.
         self.releases()
         report.started = write_starts(self.starts, self.cluster)
-        report.preempted = write_preemptions(self.preempted, self.now)
+        report.preempted = write_preemptions(self.preempted, self.now) | self.asked_again
         changes = self.waiting_changes()
         write_waiting(changes)
         report.quota_wait = sum(1 for c in changes if c.state == Job.State.QUOTA_WAIT)
@@ -246,7 +247,9 @@ class SchedulingPass:
             self._borrowing = Borrowing.load(self.releases())
         borrowing = self._borrowing
         victims = borrowing.stopping_for.get(job.pk)
-        if victims is None and borrowing.candidates:
+        if victims is not None:
+            self.asked_again.update(dict.fromkeys(borrowing.unanswered(job.pk, self.now), job.pk))
+        elif borrowing.candidates:
             chosen = choose_victims(
                 borrowing.candidates.values(),
                 cluster=self.cluster,

@@ -15,13 +15,17 @@ more; a stopping victim is never chosen again; and a borrowing job is never a be
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from jobs.models import Job
 
 from .backfill import Release
 from .cluster import Cluster, ReplicaUse
+
+# A victim still running this long after it was asked to stop is asked again (the stop
+# is idempotent; its KILL time stands).
+ASK_AGAIN_AFTER = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Borrowing:
 
     candidates: dict[int, Borrower]
     stopping_for: dict[int, list[int]]  # beneficiary -> its victims, not yet stopped
+    asked_at: dict[int, datetime] = field(default_factory=dict)  # victim -> when marked
 
     @classmethod
     def load(cls, releases: Iterable[Release]) -> Borrowing:
@@ -58,13 +63,24 @@ class Borrowing:
             uses.setdefault(release.job_id, []).append(release.use)
         candidates: dict[int, Borrower] = {}
         stopping_for: dict[int, list[int]] = {}
+        asked_at: dict[int, datetime] = {}
         for pk, started_at, preempt_requested, beneficiary, stop_requested in rows:
             if preempt_requested is not None:
                 if beneficiary is not None:
                     stopping_for.setdefault(beneficiary, []).append(pk)
+                    asked_at[pk] = preempt_requested
             elif stop_requested is None and pk in uses:
                 candidates[pk] = Borrower(pk, started_at, tuple(uses[pk]))
-        return cls(candidates, stopping_for)
+        return cls(candidates, stopping_for, asked_at)
+
+    def unanswered(self, beneficiary: int, now: datetime) -> list[int]:
+        """Its victims asked to stop long enough ago that the message may have been lost
+        (a worker that died after the pass committed): to ask again, which is harmless."""
+        return [
+            victim
+            for victim in self.stopping_for.get(beneficiary, ())
+            if victim in self.asked_at and now - self.asked_at[victim] > ASK_AGAIN_AFTER
+        ]
 
     def claim(self, victims: list[Borrower], beneficiary: int) -> None:
         for victim in victims:
