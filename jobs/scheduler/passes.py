@@ -267,14 +267,22 @@ class SchedulingPass:
 
     def _fits(self, shape: Shape, ends) -> bool:
         """Whether ``shape`` has a placement now, within the reservations (caching nothing)."""
+        return self._placement(shape, ends, []).uses is not None
+
+    def _placement(self, shape: Shape, ends, refusing: list[Reservation]):
+        """Where ``shape`` fits now within the reservations; those that narrowed a node
+        are added to ``refusing``."""
 
         def view(node: NodeState) -> NodeState:
+            usable = node
             for reservation in self.reservations_by_node.get(node.pk, ()):
-                node = reservation.narrow(node, ends)
-            return node
+                narrowed = reservation.narrow(usable, ends)
+                if narrowed is not usable:
+                    refusing.append(reservation)
+                usable = narrowed
+            return usable
 
-        outcome = place(self.cluster, shape, view if self.reservations_by_node else None)
-        return outcome.uses is not None
+        return place(self.cluster, shape, view if self.reservations_by_node else None)
 
     def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:
         """The reason a shape failed earlier in this pass, if it must fail again.
@@ -292,17 +300,7 @@ class SchedulingPass:
 
     def _place(self, job: WaitingJob, shape: Shape, ends) -> tuple[ReplicaUse, ...] | None:
         refusing: list[Reservation] = []
-
-        def view(node: NodeState) -> NodeState:
-            usable = node
-            for reservation in self.reservations_by_node.get(node.pk, ()):
-                narrowed = reservation.narrow(usable, ends)
-                if narrowed is not usable:
-                    refusing.append(reservation)
-                usable = narrowed
-            return usable
-
-        outcome = place(self.cluster, shape, view if self.reservations_by_node else None)
+        outcome = self._placement(shape, ends, refusing)
         if outcome.uses is None and not outcome.refused:
             self.failed_on_capacity.add(shape)
         elif outcome.uses is None:
