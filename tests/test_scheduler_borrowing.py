@@ -27,7 +27,7 @@ from tests.factories import (
     QuotaFactory,
     UserFactory,
 )
-from tests.scheduling import assert_invariants, fresh, run_job, states
+from tests.scheduling import assert_invariants, end_job, fresh, run_job, states
 
 pytestmark = pytest.mark.django_db
 
@@ -281,3 +281,44 @@ def test_a_victim_still_running_long_after_it_was_asked_is_asked_again(v100, ada
     assert run_pass().preempted == {victim.pk: waiting.pk}
     assert fresh(victim).preempt_requested_at == asked  # the first request's time stands
     assert fresh(victim).events.filter(reason_code="preempting").count() == 1
+
+
+def test_two_jobs_of_one_owner_preempt_only_what_their_quota_lets_start(v100, ada, bob):
+    """Found by bench/fair_queues.py: each of bob's jobs was admitted against the same
+    headroom, so both preempted, and one victim was stopped for a job that then waited
+    for quota."""
+    NodeFactory(gpu_model=v100, gpu_count=3)
+    bob.quotas.update(limit=2)
+    JobFactory(owner=bob, gpu_model=v100)
+    run_pass()
+    ada.quotas.update(limit=0)
+    recent = borrowing(ada, v100, cards=1, minutes_ago=5)
+    older = borrowing(ada, v100, cards=1, minutes_ago=10)
+    wanted = [JobFactory(owner=bob, gpu_model=v100) for _ in range(2)]
+
+    report = run_pass()
+
+    assert report.preempted == {recent.pk: wanted[0].pk}
+    assert fresh(older).preempt_requested_at is None
+    assert fresh(wanted[1]).state == Job.State.QUOTA_WAIT
+
+
+def test_an_owners_borrowing_job_stops_borrowing_when_their_quota_has_room(v100, ada):
+    """Found by bench/fair_queues.py: an owner's job within quota preempted the same
+    owner's borrowing job; once their quota holds it, it is simply no longer borrowing."""
+    NodeFactory(gpu_model=v100, gpu_count=2)
+    within = JobFactory(owner=ada, gpu_model=v100)
+    run_pass()
+    run_job(fresh(within))
+    borrower = borrowing(ada, v100, cards=1)
+    end_job(within)
+    JobFactory(owner=ada, gpu_model=v100)  # ada's next job, within her quota of 1
+
+    report = run_pass()
+
+    assert report.preempted == {}
+    borrower = fresh(borrower)
+    assert borrower.borrowed is False and borrower.preempt_requested_at is None
+    assert borrower.events.filter(reason_code="borrow.ended").exists()
+    assert quota_usage(user=ada)["gpu:V100"] == 1
+    assert_invariants()
