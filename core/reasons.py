@@ -103,6 +103,7 @@ MESSAGES = {
     "queue.priority": _("Priority set to %(priority)s by %(user)s"),
     "priority.normal": _("Normal"),
     "priority.high": _("High"),
+    "borrow.ended": _("Its owner's quota has room for it now: no longer borrowing"),
     "preempting": _("Preempting for job #%(job)s: TERM now, KILL after the grace period"),
     "preempted": _("Preempted for job #%(job)s; back in the queue (not counted as a retry)"),
     # How an attempt ended, as a word inside another reason (the attempt states' labels).
@@ -326,6 +327,7 @@ EXAMPLES = {
     "queue.priority": {"user": "张三", "priority": {"code": "priority.high", "params": {}}},
     "priority.normal": {},
     "priority.high": {},
+    "borrow.ended": {},
     "preempting": {"job": 12},
     "preempted": {"job": 12},
     "stopped.by": {"user": "张三"},

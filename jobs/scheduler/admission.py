@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from core.reasons import Reason
@@ -107,6 +107,26 @@ class Quotas:
             return Admission(None if job.requested_model is None else tuple(allowed))
         return Admission(None, first_short)
 
+    def end_borrowing(self) -> list[int]:
+        """Borrowing jobs whose owner's quota now has room for them (oldest first) are
+        counted within it from now on: no longer borrowing, so neither preempted nor
+        preempting their owner's own jobs. Their ids, to write."""
+        ended = []
+        for owner, holdings in self.holdings.items():
+            limits = self.limits.get(owner) or {}
+            for at, holding in sorted(
+                (pair for pair in enumerate(holdings) if pair[1].borrowed),
+                key=lambda pair: (pair[1].started_at is None, pair[1].started_at, pair[1].job_id),
+            ):
+                if _short_keys(holding.vector, self.usage[owner], limits):
+                    continue
+                holdings[at] = replace(holding, borrowed=False)
+                _add(self.usage, owner, holding.vector)
+                _add(self.borrowed, owner, holding.vector, -1)
+                ended.append(holding.job_id)
+                self._answers.pop(owner, None)
+        return ended
+
     def charge_started(
         self, job: WaitingJob, node_models: list[str | None], now: datetime, *, borrowed=False
     ) -> None:
@@ -157,10 +177,10 @@ class Quotas:
         )
 
 
-def _add(totals: dict[int, dict[str, int]], owner_id: int, vector: ResourceVector) -> None:
+def _add(totals: dict[int, dict[str, int]], owner_id: int, vector: ResourceVector, sign=1) -> None:
     owned = totals[owner_id]
     for key, amount in vector.items():
-        owned[key] = owned.get(key, 0) + amount
+        owned[key] = owned.get(key, 0) + sign * amount
 
 
 def _short_keys(charge: ResourceVector, usage: dict[str, int], limits: dict[str, int]) -> list[str]:

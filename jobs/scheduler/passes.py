@@ -44,6 +44,7 @@ from .writes import (
     NodeChanged,
     Start,
     Waiting,
+    write_borrowing_ended,
     write_preemptions,
     write_starts,
     write_waiting,
@@ -156,6 +157,7 @@ class SchedulingPass:
         self._borrowing: Borrowing | None = None
         self.preempted: dict[int, int] = {}  # victim -> the job it stops for (new)
         self.asked_again: dict[int, int] = {}
+        self.reclaiming: list[WaitingJob] = []
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -164,10 +166,13 @@ class SchedulingPass:
         if self.quotas is None:
             owners = {job.owner_id for job in self.jobs}
             self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
+        write_borrowing_ended(self.quotas.end_borrowing())
         for job in self.jobs:
             self.consider(job)
         for job in self.borrowers:
             self.consider_borrowing(job)
+        for job in self.reclaiming:  # charged while it waited on its victims (below)
+            self.quotas.give_back(job.owner_id, job.pk)
         # What was held before this pass, read before its starts are written: those are
         # pending releases already, and read from the database as well they count twice.
         self.releases()
@@ -263,6 +268,11 @@ class SchedulingPass:
         if not victims:
             return False
         self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, preempting_reason(victims))
+        # What it will hold counts against its owner's quota now: their later jobs may not
+        # preempt on the same headroom (nor borrow it).
+        model = shape.models[0] if shape.models else None
+        self.quotas.charge_started(job, [model] * job.request.replicas, self.now)
+        self.reclaiming.append(job)
         return True
 
     def _fits(self, shape: Shape, ends) -> bool:

@@ -157,6 +157,20 @@ def _start_reason(start: Start, cluster: Cluster) -> Reason:
     return Reason("start.borrowed" if start.borrowed else "start", {"placement": placement})
 
 
+def write_borrowing_ended(job_ids: list[int]) -> None:
+    """These jobs' owners' quotas hold them now: no longer borrowing (unless being
+    preempted already: that stands)."""
+    if not job_ids:
+        return
+    ended = Job.objects.filter(pk__in=job_ids, borrowed=True, preempt_requested_at=None)
+    rows = list(ended.values_list("pk", "state"))
+    ended.update(borrowed=False)
+    JobEvent.objects.bulk_create(
+        JobEvent.build(job_id=pk, from_state=state, to_state=state, reason=Reason("borrow.ended"))
+        for pk, state in rows
+    )
+
+
 def write_preemptions(preempted: dict[int, int], now: datetime) -> dict[int, int]:
     """Mark each victim as preempted for its job (if it still runs and nobody stopped it);
     the ones marked, to stop (after commit, by execution)."""
