@@ -432,7 +432,9 @@ class Replay:
         from jobs.scheduler.preemption import Borrower, Borrowing
 
         candidates = {
-            job.pk: Borrower(job.pk, START + timedelta(seconds=job.started), tuple(job.uses))
+            job.pk: Borrower(
+                job.pk, job.owner, START + timedelta(seconds=job.started), tuple(job.uses)
+            )
             for job in self.running.values()
             if job.borrowed and not job.stopping
         }
@@ -461,11 +463,10 @@ class Replay:
         )
         if self.policy == 3:
             pass_._borrowing = self.borrowing(now)
-        for job in jobs:
-            pass_.consider(job)
-        for job in pass_.borrowers:
-            pass_.consider_borrowing(job)
+        ended_borrowing = pass_.decide()
         seconds = time.perf_counter() - began
+        for pk in ended_borrowing:
+            self.jobs[pk].borrowed = False
         self.outcome.passes += 1
         if seconds > self.outcome.slowest_pass:
             self.outcome.slowest_pass, self.outcome.slowest_queue = seconds, len(jobs)

@@ -27,7 +27,7 @@ from tests.factories import (
     QuotaFactory,
     UserFactory,
 )
-from tests.scheduling import assert_invariants, end_job, fresh, run_job, states
+from tests.scheduling import assert_invariants, fresh, run_job, states
 
 pytestmark = pytest.mark.django_db
 
@@ -303,16 +303,16 @@ def test_two_jobs_of_one_owner_preempt_only_what_their_quota_lets_start(v100, ad
     assert fresh(wanted[1]).state == Job.State.QUOTA_WAIT
 
 
-def test_an_owners_borrowing_job_stops_borrowing_when_their_quota_has_room(v100, ada):
+def test_an_owners_borrowing_job_stops_borrowing_when_their_quota_has_room(v100, ada, bob):
     """Found by bench/fair_queues.py: an owner's job within quota preempted the same
     owner's borrowing job; once their quota holds it, it is simply no longer borrowing."""
     NodeFactory(gpu_model=v100, gpu_count=2)
-    within = JobFactory(owner=ada, gpu_model=v100)
+    JobFactory(owner=bob, gpu_model=v100)
     run_pass()
-    run_job(fresh(within))
+    ada.quotas.update(limit=0)
     borrower = borrowing(ada, v100, cards=1)
-    end_job(within)
-    JobFactory(owner=ada, gpu_model=v100)  # ada's next job, within her quota of 1
+    ada.quotas.update(limit=1)  # an admin raises her quota
+    mine = JobFactory(owner=ada, gpu_model=v100)  # within it, but the node is full
 
     report = run_pass()
 
@@ -321,4 +321,6 @@ def test_an_owners_borrowing_job_stops_borrowing_when_their_quota_has_room(v100,
     assert borrower.borrowed is False and borrower.preempt_requested_at is None
     assert borrower.events.filter(reason_code="borrow.ended").exists()
     assert quota_usage(user=ada)["gpu:V100"] == 1
+    run_pass()
+    assert fresh(mine).state == Job.State.QUOTA_WAIT  # her quota holds her running job
     assert_invariants()

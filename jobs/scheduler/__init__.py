@@ -4,6 +4,7 @@
 calls it); ``release.job_release(job=)`` gives back what a finished job holds.
 """
 
-from .passes import PassReport, run_pass
+from .passes import PassReport
+from .run import run_pass
 
 __all__ = ["PassReport", "run_pass"]

@@ -14,16 +14,11 @@ quota may borrow what is still idle, where no job within its quota waits.
 
 from __future__ import annotations
 
-import logging
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-
-from django.db import connection, transaction
-from django.utils import timezone
 
 from billing.fair_share import fair_share_factors
 from core.reasons import Reason
@@ -41,7 +36,6 @@ from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
 from .reasons import ResourceReasons, held_reason, kept_reason, ports_reason, preempting_reason
 from .releases import load_releases
 from .writes import (
-    NodeChanged,
     Start,
     Waiting,
     write_borrowing_ended,
@@ -50,10 +44,6 @@ from .writes import (
     write_waiting,
 )
 
-logger = logging.getLogger(__name__)
-
-# Any constant both passes agree on; "tryd" in ASCII.
-PASS_LOCK_KEY = 0x74727964
 PENDING_ORDER = 1 << 40
 
 
@@ -65,44 +55,6 @@ class PassReport:
     resource_wait: int = 0
     seconds: float = 0.0
     preempted: dict[int, int] = field(default_factory=dict)  # victim -> the job it stops for
-
-
-def run_pass(
-    *,
-    launch: Callable[[list[int]], object] | None = None,
-    preempt: Callable[[dict[int, int]], object] | None = None,
-) -> PassReport:
-    """Run one pass; the ids of the jobs it starts are handed to ``launch`` after commit,
-    and the jobs it preempts (victim → the job it stops for) to ``preempt``.
-
-    The scheduler decides and writes; launching and stopping are execution's, a layer it
-    does not import: the task that runs the pass passes ``launch_each`` and
-    ``preempt_each`` in. Without them (tests and benchmarks that time the scheduler
-    alone) nothing is launched or stopped.
-    """
-    began = time.perf_counter()
-    for _attempt in range(3):
-        try:
-            with transaction.atomic():
-                _acquire_pass_lock()
-                report = SchedulingPass.load(now=timezone.now()).run()
-                if launch is not None and report.started:
-                    transaction.on_commit(partial(launch, list(report.started)))
-                if preempt is not None and report.preempted:
-                    transaction.on_commit(partial(preempt, dict(report.preempted)))
-            report.seconds = time.perf_counter() - began
-            return report
-        except NodeChanged:
-            logger.info("a node changed state during the pass; running it again")
-    return PassReport(seconds=time.perf_counter() - began)
-
-
-def _acquire_pass_lock() -> None:
-    # SQLite: transactions begin IMMEDIATE (settings), which already takes the
-    # database's single write lock for the whole pass.
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PASS_LOCK_KEY])
 
 
 class SchedulingPass:
@@ -166,13 +118,7 @@ class SchedulingPass:
         if self.quotas is None:
             owners = {job.owner_id for job in self.jobs}
             self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
-        write_borrowing_ended(self.quotas.end_borrowing())
-        for job in self.jobs:
-            self.consider(job)
-        for job in self.borrowers:
-            self.consider_borrowing(job)
-        for job in self.reclaiming:  # charged while it waited on its victims (below)
-            self.quotas.give_back(job.owner_id, job.pk)
+        write_borrowing_ended(self.decide())
         # What was held before this pass, read before its starts are written: those are
         # pending releases already, and read from the database as well they count twice.
         self.releases()
@@ -183,6 +129,20 @@ class SchedulingPass:
         report.quota_wait = sum(1 for c in changes if c.state == Job.State.QUOTA_WAIT)
         report.resource_wait = len(changes) - report.quota_wait
         return report
+
+    def decide(self) -> list[int]:
+        """Every decision, in memory (``bench/fair_queues.py`` replays it); the borrowing
+        jobs whose owners' quotas hold them from now on."""
+        for job in self.jobs:
+            self.consider(job)
+        # What the jobs within quota left of it holds borrowing jobs now (their owners' own
+        # waiting jobs never preempt them: ``_preempt_for``).
+        ended = self.quotas.end_borrowing()
+        for job in self.borrowers:
+            self.consider_borrowing(job)
+        for job in self.reclaiming:  # charged while it waited on its victims (below)
+            self.quotas.give_back(job.owner_id, job.pk)
+        return ended
 
     def consider(self, job: WaitingJob) -> None:
         admission = self.quotas.admit(job)
@@ -256,7 +216,7 @@ class SchedulingPass:
             self.asked_again.update(dict.fromkeys(borrowing.unanswered(job.pk, self.now), job.pk))
         elif borrowing.candidates:
             chosen = choose_victims(
-                borrowing.candidates.values(),
+                [b for b in borrowing.candidates.values() if b.owner_id != job.owner_id],
                 cluster=self.cluster,
                 fits=lambda: self._fits(shape, ends),
                 now=self.now,

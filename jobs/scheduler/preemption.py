@@ -1,10 +1,12 @@
 """Preemption: which borrowing jobs stop so that a job within its quota can start.
 
 Only a job that borrows idle quota (``Job.borrowed``: preemptible, started beyond its
-owner's quota) is ever preempted, and only for a job within its quota that waits for
-capacity and that the capacity freed lets start, on one placement. The victims are
-chosen, in order of preference: fewest jobs; then the most recently started; then the
-fewest card-hours lost. A victim is freed whole (every replica of a gang).
+owner's quota) is ever preempted, and only for another owner's job within its quota
+that waits for capacity and that the capacity freed lets start, on one placement (an
+owner's own borrowing job stops borrowing once their quota has room for it:
+``Quotas.end_borrowing``). The victims are chosen, in order of preference: fewest
+jobs; then the most recently started; then the fewest card-hours lost. A victim is
+freed whole (every replica of a gang).
 
 No cycles: a beneficiary takes the capacity when its victims stop (it sorts first in the
 queue until it starts, ``queue.waiting_rows``); while its victims stop it preempts no
@@ -33,6 +35,7 @@ class Borrower:
     """An active borrowing job as preemption sees it."""
 
     job_id: int
+    owner_id: int
     started_at: datetime | None  # None: still starting
     uses: tuple[ReplicaUse, ...]
 
@@ -56,7 +59,12 @@ class Borrowing:
     def load(cls, releases: Iterable[Release]) -> Borrowing:
         """From the active borrowing jobs (one query) and what each holds (``releases``)."""
         rows = Job.objects.filter(state__in=Job.ACTIVE_STATES, borrowed=True).values_list(
-            "pk", "started_at", "preempt_requested_at", "preempted_for_id", "stop_requested_at"
+            "pk",
+            "owner_id",
+            "started_at",
+            "preempt_requested_at",
+            "preempted_for_id",
+            "stop_requested_at",
         )
         uses: dict[int, list[ReplicaUse]] = {}
         for release in releases:
@@ -64,13 +72,13 @@ class Borrowing:
         candidates: dict[int, Borrower] = {}
         stopping_for: dict[int, list[int]] = {}
         asked_at: dict[int, datetime] = {}
-        for pk, started_at, preempt_requested, beneficiary, stop_requested in rows:
+        for pk, owner_id, started_at, preempt_requested, beneficiary, stop_requested in rows:
             if preempt_requested is not None:
                 if beneficiary is not None:
                     stopping_for.setdefault(beneficiary, []).append(pk)
                     asked_at[pk] = preempt_requested
             elif stop_requested is None and pk in uses:
-                candidates[pk] = Borrower(pk, started_at, tuple(uses[pk]))
+                candidates[pk] = Borrower(pk, owner_id, started_at, tuple(uses[pk]))
         return cls(candidates, stopping_for, asked_at)
 
     def unanswered(self, beneficiary: int, now: datetime) -> list[int]:

@@ -35,7 +35,7 @@ from accounting.services import usage_accrue
 from billing.models import UsageRecord
 from billing.periods import to_second
 from jobs.models import Job, PortAllocation, ReplicaAttempt
-from jobs.scheduler.passes import PASS_LOCK_KEY
+from jobs.scheduler.run import PASS_LOCK_KEY
 from resources.models import Allocation, CardAllocation, Node
 from tests.agent_support import Agent, cpu_job, make_node
 from tests.conftest import database_url_for_subprocess
