@@ -16,9 +16,9 @@ from datetime import datetime
 from jobs.models import Job
 from jobs.scheduler.backfill import Release, ends_at
 from jobs.scheduler.cluster import Cluster, NodeState, typical_of
-from jobs.scheduler.releases import load_releases
 from jobs.scheduler.placement import Shape, choose_best, fit_on_node
 from jobs.scheduler.queue import load_waiting, waiting_rows
+from jobs.scheduler.releases import load_releases
 from resources.catalog import ModelCatalog
 
 DEPTH = 50
