@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from django.utils.translation import gettext as _
 
+from resources.models import SiteSettings
+
 SANDBOX_ROOT = "/trainyard"
 # The placeholder in the builder's result; pages show ``unknown_value()`` in its place.
 UNKNOWN = "<assigned at start>"
@@ -31,6 +33,7 @@ class JobPaths:
 
     code: str = f"{SANDBOX_ROOT}/code"
     output: str = f"{SANDBOX_ROOT}/output"
+    checkpoint: str = f"{SANDBOX_ROOT}/checkpoint"
     data_root: str = SANDBOX_ROOT
 
     def dataset(self, position: int) -> str:
@@ -68,6 +71,8 @@ class EnvironmentInput:
     dataset_count: int = 0
     pretrained_count: int = 0
     ports: tuple[int, ...] = ()
+    # A preemptible job's time between TERM and KILL when preempted (the site's setting).
+    preempt_grace_seconds: int | None = None
 
 
 def job_environment(
@@ -83,7 +88,10 @@ def job_environment(
         "TRAINYARD_DEADLINE": _deadline(placement),
         "TRAINYARD_CODE": paths.code,
         "TRAINYARD_DATA_OUT": paths.output,
+        "TRAINYARD_CHECKPOINT": paths.checkpoint,
     }
+    if spec.preempt_grace_seconds is not None:
+        env["TRAINYARD_PREEMPT_GRACE"] = str(spec.preempt_grace_seconds)
     for position in range(1, spec.dataset_count + 1):
         env[f"TRAINYARD_DATA_IN{position}"] = paths.dataset(position)
     for position in range(1, spec.pretrained_count + 1):
@@ -152,4 +160,7 @@ def environment_input_for_job(job) -> EnvironmentInput:
         dataset_count=job.jobdataset_set.count(),
         pretrained_count=job.jobpretrainedmodel_set.count(),
         ports=tuple(job.ports.values_list("port", flat=True)),
+        preempt_grace_seconds=SiteSettings.load().preempt_grace_seconds
+        if job.preemptible
+        else None,
     )

@@ -72,6 +72,7 @@ def test_replica_gets_trainyard_variables_cards_ports_and_data(agent_env):
         "TRAINYARD_DATA_IN2": "/trainyard/data-2",
         "TRAINYARD_PRETRAINED1": "/trainyard/pretrained-1",
         "TRAINYARD_DATA_OUT": "/trainyard/output",
+        "TRAINYARD_CHECKPOINT": "/trainyard/checkpoint",
         "TRAINYARD_PORT_8080": str(host_port),
     }
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"

@@ -93,8 +93,10 @@ def test_unsafe_plain_processes_run_when_asked_and_say_so(agent_env, client):
     env = {"TRAINYARD_SANDBOX": "off", "TRAINYARD_UNSAFE_PLAIN_PROCESSES": "1"}
     agent = agent_env([node], env=env)
     command = "id -u > $TRAINYARD_DATA_OUT/uid\nls $TRAINYARD_DATA_OUT > /dev/null\npwd"
+    command += "\ncd $TRAINYARD_CHECKPOINT && echo kept > state && cp state $TRAINYARD_DATA_OUT"
     job = wait_for_state(place(cpu_job(command), [node]), Job.FINAL_STATES, agent)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert output_of(job, node, "state") == "kept\n"  # the checkpoint, as the job's own uid
     base = settings.TRAINYARD_SANDBOX_UID_BASE
     assert base <= int(output_of(job, node, "uid")) < base + settings.TRAINYARD_SANDBOX_UID_COUNT
     (attempt,) = attempts_of(job)

@@ -1,4 +1,14 @@
-from jobs.environment import UNKNOWN, EnvironmentInput, ReplicaPlacement, job_environment
+import pytest
+
+from jobs.environment import (
+    UNKNOWN,
+    EnvironmentInput,
+    ReplicaPlacement,
+    environment_input_for_job,
+    job_environment,
+)
+from resources.models import SiteSettings
+from tests.factories import JobFactory
 
 
 def test_distributed_replica_gets_rendezvous_and_paths():
@@ -27,6 +37,8 @@ def test_distributed_replica_gets_rendezvous_and_paths():
     assert env["TRAINYARD_PRETRAINED1"] == "/trainyard/pretrained-1"
     assert env["TRAINYARD_CODE"] == "/trainyard/code"
     assert env["TRAINYARD_DATA_OUT"] == "/trainyard/output"
+    assert env["TRAINYARD_CHECKPOINT"] == "/trainyard/checkpoint"
+    assert "TRAINYARD_PREEMPT_GRACE" not in env  # not preemptible
     assert env["TRAINYARD_PORT_8080"] == "40001"
     assert env["CUDA_VISIBLE_DEVICES"] == "4,5"
     assert (env["RANK"], env["NODE_RANK"], env["WORLD_SIZE"], env["NNODES"]) == ("1", "1", "2", "2")
@@ -51,3 +63,23 @@ def test_form_preview_shows_placeholders_for_what_start_decides():
     assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
     assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=8192M"
     assert "MASTER_ADDR" not in env
+
+
+def test_a_preemptible_job_is_told_its_grace_a_plain_one_is_not():
+    spec = EnvironmentInput(
+        job_id=3, replicas=1, distributed=False, kind="cpu", gpu_count=0, preempt_grace_seconds=45
+    )
+    env = job_environment(spec)
+    assert env["TRAINYARD_PREEMPT_GRACE"] == "45"
+    assert env["TRAINYARD_CHECKPOINT"] == "/trainyard/checkpoint"
+
+
+@pytest.mark.django_db
+def test_the_grace_is_the_sites_preemption_grace():
+    SiteSettings.objects.update_or_create(pk=1, defaults={"preempt_grace_seconds": 90})
+    preemptible = JobFactory(preemptible=True)
+    plain = JobFactory(preemptible=False)
+    assert (
+        job_environment(environment_input_for_job(preemptible))["TRAINYARD_PREEMPT_GRACE"] == "90"
+    )
+    assert "TRAINYARD_PREEMPT_GRACE" not in job_environment(environment_input_for_job(plain))

@@ -48,3 +48,10 @@ def test_output_and_tmp_count_together(site):
 def test_a_job_within_its_storage_succeeds(site):
     job = site.run(WRITE.format(chunks=2, folder="/trainyard/output"), storage_gib=2)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
+
+
+def test_the_checkpoint_counts_as_storage(site):
+    job = site.run(WRITE.format(chunks=10, folder="/trainyard/checkpoint"), storage_gib=2)
+    assert job.state == Job.State.FAILED
+    assert attempts_of(job)[0].reason.startswith("Storage limit exceeded:")
+    assert_platform_fine(site)

@@ -328,6 +328,13 @@ LOGGING = {
 TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "nodes"))
 # Where project data (code versions, datasets, pretrained models) lives on disk.
 TRAINYARD_DATA_ROOT = Path(os.environ.get("TRAINYARD_DATA_ROOT", VAR_DIR / "data"))
+# Where replicas' checkpoints live (<root>/<job>/replica-<i>): shared storage lets a job
+# resume on another node. Empty: on each node, beside the replica's output.
+TRAINYARD_CHECKPOINT_ROOT = (
+    Path(os.environ["TRAINYARD_CHECKPOINT_ROOT"])
+    if os.environ.get("TRAINYARD_CHECKPOINT_ROOT")
+    else None
+)
 # The site's image store, an OCI image layout every node reads (shared storage in production,
 # as the data root); each node unpacks what its jobs use into its own cache, kept under a size
 # (GiB) by evicting the least recently used image not in use. Jobs with no image, or on an

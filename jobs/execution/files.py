@@ -47,6 +47,32 @@ def replica_output_dir(node_name: str, job_id: int, replica_index: int) -> Path:
     return node_root(node_name) / "jobs" / str(job_id) / f"replica-{replica_index}" / "output"
 
 
+def replica_checkpoint_dir(node_name: str, job_id: int, replica_index: int) -> Path:
+    """The same folder for every attempt of the replica, wherever it runs when the root is
+    shared; removed once the job has ended (``checkpoint_marks_dir``)."""
+    shared = settings.TRAINYARD_CHECKPOINT_ROOT
+    if shared:
+        return Path(shared) / str(job_id) / f"replica-{replica_index}"
+    return node_checkpoint_dir(node_name, job_id, replica_index)
+
+
+def node_checkpoint_dir(node_name: str, job_id: int, replica_index: int) -> Path:
+    """Where the checkpoint lives without a shared root: beside the replica's output."""
+    return node_root(node_name) / "jobs" / str(job_id) / f"replica-{replica_index}" / "checkpoint"
+
+
+def checkpoint_root(node_name: str) -> Path:
+    """The folder under which a replica's checkpoint and the parents the agent makes lie."""
+    shared = settings.TRAINYARD_CHECKPOINT_ROOT
+    return Path(shared) if shared else node_root(node_name)
+
+
+def checkpoint_marks_dir(node_name: str) -> Path:
+    """``<job>-<replica>`` for each checkpoint a replica of this node used: what to remove
+    once its job has ended (the agent's poll)."""
+    return node_root(node_name) / "checkpoints"
+
+
 def log_tail(path: Path, *, lines: int) -> str:
     """The last ``lines`` lines of a log, read from its end in bounded time and memory.
 

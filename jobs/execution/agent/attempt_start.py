@@ -167,9 +167,10 @@ def _start_runner(folder: AttemptFolder, attempt: ReplicaAttempt, isolation: Iso
         "network": replica_network.as_dict() if replica_network else None,
         # The image's root this attempt holds a lease on (released with the network).
         "image": {"digest": image.digest} if image else None,
-        # What the job may write, output and /tmp together (the runner watches it).
+        # What the job may write, output, checkpoint and /tmp together (the runner watches it).
         "storage": {
             "output": str(mounts.output),
+            "checkpoint": str(mounts.checkpoint),
             "limit_bytes": job.storage_gib * GIB,
             "scratch": sandbox.scratch_paths(in_image=bool(image)),
         },

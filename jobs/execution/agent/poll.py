@@ -28,6 +28,7 @@ from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings, node_queue
 
 from .attempt_start import report_started
+from .checkpoints import checkpoints_remove_ended
 from .isolation import refresh_gangs, release, unsafe
 
 State = ReplicaAttempt.State
@@ -49,11 +50,13 @@ def poll_node(node_name: str) -> bool:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return False
-        _watch_all(node_name)
+        busy_job_ids = _watch_all(node_name)
+        checkpoints_remove_ended(node_name, busy_job_ids=busy_job_ids)
     return True
 
 
-def _watch_all(node_name: str) -> None:
+def _watch_all(node_name: str) -> set[int]:
+    """Watch every attempt of the node; the jobs that had one running at the start."""
     ids = active_attempt_ids(node_name)
     attempts = ReplicaAttempt.objects.select_related("replica__job", "node").in_bulk(ids)
     grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
@@ -70,6 +73,7 @@ def _watch_all(node_name: str) -> None:
                 _watch(folder, attempt, grace)
     refresh_gangs([(AttemptFolder(node_name, i), attempts[i]) for i in ids if i in attempts])
     _reconcile(node_name, set(ids))
+    return {attempt.replica.job_id for attempt in attempts.values()}
 
 
 def _watch(folder: AttemptFolder, attempt: ReplicaAttempt, grace: timedelta) -> None:

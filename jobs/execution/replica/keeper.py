@@ -13,7 +13,8 @@ agent does before its runner starts (``jobs/execution/agent/isolation.py``), fro
    its lease while it lives, so no two live replicas on a host share either;
 3. it makes the replica's network namespace (``network.py``), publishes its
    open ports and writes ``address.json``;
-4. it writes each phase's command line (``argv-<phase>``, NUL-separated:
+4. it hands the replica's output and checkpoint (``checkpoint.py``) to the slot's uid,
+   and writes each phase's command line (``argv-<phase>``, NUL-separated:
    the namespace, the process limit, bwrap as the slot's uid) with bwrap's
    options in ``bwrap-<phase>.args`` (read through ``--args 9``, so the job's
    ``/proc`` names no host path);
@@ -138,16 +139,21 @@ def refuse(folder: Path, plan: dict, *, kind: str, problem: str, node_fault: boo
 def prepare_phases(folder: Path, plan: dict, uid: int, replica_network) -> None:
     """Each phase's command line for the replica script, and its files for the slot's uid."""
     from jobs.execution.replica import network, sandbox
+    from jobs.execution.replica.checkpoint import checkpoint_hand_over
     from jobs.execution.replica.runner import bwrap_options, log_line, nul_joined, write_json
 
+    checkpoint = plan["mounts"].get("checkpoint")
     mounts = sandbox.Mounts(
         code=Path(plan["mounts"]["code"]) if plan["mounts"]["code"] else None,
         output=Path(plan["mounts"]["output"]),
+        checkpoint=Path(checkpoint) if checkpoint else None,
         datasets=[Path(p) for p in plan["mounts"]["datasets"]],
         pretrained=[Path(p) for p in plan["mounts"]["pretrained"]],
         read_only_extra=list(plan["mounts"]["read_only_extra"]),
     )
     _give(mounts.output, uid, folder=False)
+    if mounts.checkpoint:
+        checkpoint_hand_over(mounts.checkpoint, uid)
     if plan.get("image"):
         _image_mounts(folder, plan, mounts)
     processes = plan["max_processes"]
@@ -250,7 +256,8 @@ def watch_gang(replica_network, peers: list[Path], done: threading.Event) -> Non
 
 
 def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Event) -> None:
-    """As the local runner's watch: output, /tmp and /dev/shm together, within the storage.
+    """As the local runner's watch: output, checkpoint, /tmp and /dev/shm together, within
+    the storage.
 
     Over the limit, ``storage.json`` says by how much and the phase's sandbox is
     killed; the replica script then ends, and the tracking pass reports why.
@@ -260,15 +267,17 @@ def watch_storage(folder: Path, plan: dict, script_pid: int, done: threading.Eve
         STORAGE_NAME,
         STORAGE_WATCH_SECONDS,
         sandbox_tmp_bytes,
+        storage_folders,
         tree_bytes,
         write_json,
     )
 
-    limit, output = plan["storage_bytes"], Path(plan["mounts"]["output"])
+    limit, folders = plan["storage_bytes"], storage_folders(plan["mounts"])
     while not done.wait(STORAGE_WATCH_SECONDS):
         sandboxes = outer_sandboxes(script_pid)
         scratch = plan.get("scratch") or HOST_SCRATCH
-        used = tree_bytes(output) + sum(sandbox_tmp_bytes(pid, scratch) for pid in sandboxes)
+        used = sum(map(tree_bytes, folders))
+        used += sum(sandbox_tmp_bytes(pid, scratch) for pid in sandboxes)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
             for pid in sandboxes:  # bwrap --die-with-parent takes everything inside along

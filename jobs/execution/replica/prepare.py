@@ -23,11 +23,17 @@ from jobs.environment import (
     environment_input_for_job,
     job_environment,
 )
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import (
+    checkpoint_marks_dir,
+    checkpoint_root,
+    replica_checkpoint_dir,
+    replica_output_dir,
+)
 from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, PortAllocation, ReplicaAttempt
 
 from . import limits, network, sandbox
+from .checkpoint import checkpoint_mark, checkpoint_prepare
 from .folder import AttemptFolder
 from .gpu_driver import gpu_driver_files
 from .image_cache import CachedImage, ImageError
@@ -130,6 +136,7 @@ def replica_mounts(attempt: ReplicaAttempt, uid: int | None) -> tuple[sandbox.Mo
     mounts = sandbox.Mounts(
         code=code[0][1] if code else None,
         output=output,
+        checkpoint=make_checkpoint(attempt, uid),
         datasets=[path for _name, path in datasets],
         pretrained=[path for _name, path in pretrained],
         read_only_extra=sandbox.python_environment_paths(),
@@ -145,6 +152,15 @@ def _make_output(output: Path, uid: int | None) -> None:
     if uid is not None:
         os.chown(output, uid, uid)
     os.chmod(output, 0o700)
+
+
+def make_checkpoint(attempt: ReplicaAttempt, uid: int | None) -> Path:
+    """The replica's checkpoint folder, noted for removal and handed to this attempt's uid."""
+    node, job_id, index = attempt.node.name, attempt.replica.job_id, attempt.replica.index
+    checkpoint_mark(checkpoint_marks_dir(node), job_id=job_id, replica_index=index)
+    path = replica_checkpoint_dir(node, job_id, index)
+    checkpoint_prepare(path, base=checkpoint_root(node), uid=uid)
+    return path
 
 
 def replica_environment(
@@ -185,7 +201,7 @@ def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None)
     links = folder.path / "mounts"
     links.mkdir(exist_ok=True)
     os.chmod(links, 0o755)
-    targets = {"code": mounts.code, "output": mounts.output}
+    targets = {"code": mounts.code, "output": mounts.output, "checkpoint": mounts.checkpoint}
     targets.update({f"data-{i}": p for i, p in enumerate(mounts.datasets, start=1)})
     targets.update({f"pretrained-{i}": p for i, p in enumerate(mounts.pretrained, start=1)})
     for name, target in targets.items():
@@ -196,7 +212,12 @@ def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None)
     if uid is not None:
         os.chown(tmp, uid, uid)
     os.chmod(tmp, 0o700)
-    return JobPaths(code=str(links / "code"), output=str(mounts.output), data_root=str(links))
+    return JobPaths(
+        code=str(links / "code"),
+        output=str(mounts.output),
+        checkpoint=str(mounts.checkpoint),
+        data_root=str(links),
+    )
 
 
 def replica_placement(attempt: ReplicaAttempt, *, networked: bool = False) -> ReplicaPlacement:

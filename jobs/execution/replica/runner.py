@@ -211,7 +211,7 @@ def kill_cgroup(cgroup: str | None, rounds: int = 50) -> None:
 
 
 def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -> None:
-    """End the phase once its output and its /tmp and /dev/shm hold more than its storage.
+    """End the phase once its output, checkpoint, /tmp and /dev/shm hold more than its storage.
 
     The job's own supervisor walks its files, so however many it makes, only
     its own watch slows down. Over the limit, ``storage.json`` says by how much
@@ -220,12 +220,18 @@ def watch_storage(folder: Path, storage: dict, process, stop: threading.Event) -
     limit = storage["limit_bytes"]
     while not stop.wait(STORAGE_WATCH_SECONDS):
         scratch = storage.get("scratch") or HOST_SCRATCH
-        used = tree_bytes(Path(storage["output"])) + sandbox_tmp_bytes(process.pid, scratch)
+        used = sum(map(tree_bytes, storage_folders(storage)))
+        used += sandbox_tmp_bytes(process.pid, scratch)
         if used > limit:
             write_json(folder / STORAGE_NAME, {"used_bytes": used, "limit_bytes": limit})
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             return
+
+
+def storage_folders(storage: dict) -> list[Path]:
+    """The folders a job writes on the node's disk: its output, and its checkpoint if any."""
+    return [Path(storage[name]) for name in ("output", "checkpoint") if storage.get(name)]
 
 
 def tree_bytes(root: Path) -> int:

@@ -98,6 +98,8 @@ class Mounts:
     image_root: Path | None = None
     # The host's GPU driver files, bound under ``GPU_DRIVER_DIR`` in an image.
     gpu_driver: list[str] = field(default_factory=list)
+    # Kept across the job's attempts (``checkpoint.py``), seen as /trainyard/checkpoint.
+    checkpoint: Path | None = None
 
 
 def bwrap_argv(
@@ -130,6 +132,8 @@ def bwrap_argv(
     for position, path in enumerate(mounts.pretrained, start=1):
         argv += ["--ro-bind", str(path), f"/trainyard/pretrained-{position}"]
     argv += ["--bind", str(mounts.output), "/trainyard/output"]
+    if mounts.checkpoint:
+        argv += ["--bind", str(mounts.checkpoint), "/trainyard/checkpoint"]
     # Folders bwrap creates on its own are 0700 (root's); the job's uid must pass through.
     argv += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/trainyard"]
     argv += ["--ro-bind", str(command_file), SANDBOX_COMMAND_PATH, "--chdir", "/"]

@@ -226,6 +226,7 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
             "mounts": {
                 "code": str(mounts.code) if mounts.code else None,
                 "output": str(mounts.output),
+                "checkpoint": str(mounts.checkpoint),
                 "datasets": [str(p) for p in mounts.datasets],
                 "pretrained": [str(p) for p in mounts.pretrained],
                 "read_only_extra": mounts.read_only_extra,
