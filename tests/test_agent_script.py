@@ -1,5 +1,7 @@
 """The startup command: one command per line, run from /, the first failing line fails."""
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +110,25 @@ def test_a_line_of_many_variables_and_a_redirect_is_grouped_at_once():
         check=True,
     )
     assert result.stdout.strip() == repr([(1, line)])
+
+
+def test_term_reaches_the_running_line_which_may_finish_then_no_line_runs(tmp_path):
+    """What a preemption needs: the line saves its checkpoint on TERM, exits 0, and the
+    script stops there with that status (killed at once, it would end the sandbox)."""
+    marker, saved = tmp_path / "next-line-ran", tmp_path / "saved"
+    saving = f"trap 'touch {saved}; exit 0' TERM; echo up; sleep 30 & wait"
+    script = tmp_path / "command.sh"
+    script.write_text(command_script(f"bash -c {saving!r}\ntouch {marker}"))
+    process = subprocess.Popen(
+        ["bash", "--noprofile", "--norc", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout.readline() == "up\n"  # both traps are set by now
+    os.killpg(process.pid, signal.SIGTERM)  # as the agent does: every process of the replica
+    _out, errors = process.communicate(timeout=10)
+    assert process.returncode == 0, errors
+    assert saved.exists() and not marker.exists()
+    assert "TERM: no line after line 1" in errors

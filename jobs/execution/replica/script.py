@@ -7,6 +7,13 @@ exactly "the first line whose exit status is not 0 fails the replica". A
 backslash at the end of a line continues it; a construct that spans lines
 (``for ...; do`` / ``done``, a here-document) is kept together and checked as
 one command, found by asking ``bash -n`` whether the lines so far parse.
+
+A stop, a deadline or a preemption sends TERM to every process of the replica.
+The script outlives it (``TERM_TRAP``): killed, it would end the sandbox and
+with it the line still saving its checkpoint. The line gets the TERM itself;
+once it ends, the script runs no further line and exits with the line's status
+(0 for a program that saved and exited cleanly). A command's own ``trap ... TERM``
+replaces this one.
 """
 
 from __future__ import annotations
@@ -19,6 +26,11 @@ STATUS_CHECK = (
     '__trainyard_status=$?; if [ "$__trainyard_status" -ne 0 ]; then '
     'echo "[trainyard] line {line} failed with exit code $__trainyard_status: "{quoted} >&2; '
     'exit "$__trainyard_status"; fi'
+)
+TERM_TRAP = "trap '__trainyard_term=1' TERM"
+AFTER_TERM = (
+    'if [ -n "${{__trainyard_term-}}" ]; then '
+    'echo "[trainyard] TERM: no line after line {line}" >&2; exit "$__trainyard_status"; fi'
 )
 QUOTED_COMMAND_CHARS = 200
 # What grouping may hand to ``bash -n`` in all: this many times the command, plus a little.
@@ -53,11 +65,12 @@ KEYWORDS = {
 
 def command_script(command: str) -> str:
     """A bash script that runs ``command`` from ``/`` with the per-line rule."""
-    body = ["cd /"]
+    body = [TERM_TRAP, "cd /"]
     for line_number, text in command_groups(command):
         body.append(text)
         summary = " ".join(text.split())[:QUOTED_COMMAND_CHARS]
         body.append(STATUS_CHECK.format(line=line_number, quoted=shlex.quote(summary)))
+        body.append(AFTER_TERM.format(line=line_number))
     body.append("exit 0")
     return "\n".join(body) + "\n"
 
