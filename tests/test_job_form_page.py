@@ -335,3 +335,12 @@ def test_a_check_as_typed_takes_few_queries(
     with django_assert_max_num_queries(most):
         response = owner_client.post(URL, data, **HTMX)
     assert 'hx-swap-oob="true"' in response.content.decode()
+
+
+def test_the_environment_panel_tells_a_preemptible_job_its_grace(owner_client, site):
+    SiteSettings.objects.update_or_create(pk=1, defaults={"preempt_grace_seconds": 75})
+    ticked = form_post(preemptible="on", _action="environment")
+    html = owner_client.post(URL, ticked, **HTMX).content.decode()
+    assert "<code>TRAINYARD_PREEMPT_GRACE</code></td><td><code>75</code>" in html
+    plain = owner_client.post(URL, form_post(_action="environment"), **HTMX).content.decode()
+    assert "TRAINYARD_PREEMPT_GRACE" not in plain

@@ -338,6 +338,11 @@ class JobForm(JobFields):
                 dataset_count=len(self.value("datasets") or []),
                 pretrained_count=len(self.value("pretrained_models") or []),
                 ports=tuple(sorted(set(ports))),
+                preempt_grace_seconds=(
+                    SiteSettings.load().preempt_grace_seconds
+                    if self._ticked("preemptible")
+                    else None
+                ),
             )
         )
         return shown_environment(env)
