@@ -324,3 +324,18 @@ def test_an_owners_borrowing_job_stops_borrowing_when_their_quota_has_room(v100,
     run_pass()
     assert fresh(mine).state == Job.State.QUOTA_WAIT  # her quota holds her running job
     assert_invariants()
+
+
+def test_a_preemptible_job_with_nothing_idle_to_borrow_says_so(v100, ada):
+    """Seen on make run: a preemptible job beyond its quota read only the quota wait, and
+    its owner could not tell why it did not borrow."""
+    NodeFactory(gpu_model=v100, gpu_count=1)
+    JobFactory(owner=ada, gpu_model=v100)  # her quota's one card, and the node's
+    beyond = JobFactory(owner=ada, gpu_model=v100, preemptible=True)
+
+    run_pass()
+
+    assert fresh(beyond).state_reason == (
+        "Waiting for quota: needs 1 V100 card; your quota is 1 and 1 is in use; "
+        "no idle card to borrow now"
+    )
