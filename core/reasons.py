@@ -48,6 +48,7 @@ MESSAGES = {
         "Waiting for quota: the idle cards it could borrow are kept for job #%(job)s, "
         "which is within its quota"
     ),
+    "wait.nothing_idle": _("%(reason)s; no idle card to borrow now"),
     "wait.preempting": _(
         "Waiting for resources: stopping %(jobs)s, which borrow idle quota; starts on what "
         "they free"
@@ -301,6 +302,12 @@ EXAMPLES = {
     "wait.no_node": {},
     "wait.borrow": {"need": _CARDS, "limit": "4", "used": "2"},
     "wait.kept": {"job": 12},
+    "wait.nothing_idle": {
+        "reason": {
+            "code": "wait.quota",
+            "params": {"need": _CARDS, "limit": "4", "used": "4", "used_count": 4},
+        }
+    },
     "wait.preempting": {"jobs": "#3, #5"},
     "wait.no_model": {"model": "V100"},
     "wait.node": {"what": {"code": "free.cards", "params": {"count": 2, "model": "P4"}}},

@@ -33,7 +33,14 @@ from .placement import Shape, place
 from .ports import PortPool
 from .preemption import Borrowing, choose_victims
 from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
-from .reasons import ResourceReasons, held_reason, kept_reason, ports_reason, preempting_reason
+from .reasons import (
+    ResourceReasons,
+    held_reason,
+    kept_reason,
+    nothing_idle_reason,
+    ports_reason,
+    preempting_reason,
+)
 from .releases import load_releases
 from .writes import (
     Start,
@@ -183,11 +190,13 @@ class SchedulingPass:
                 return
         shape = Shape.of(job.request, models)
         ends = ends_at(self.now, job.max_runtime_minutes)
-        if self._failed_before(shape, job.max_runtime_minutes) is not None:
+        failed = self._failed_before(shape, job.max_runtime_minutes) is not None
+        uses = None if failed else self._place(job, shape, ends)
+        if uses is None:
+            quota_wait = self.outcomes[job.pk][1]
+            self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, nothing_idle_reason(quota_wait))
             return
-        uses = self._place(job, shape, ends)
-        if uses is not None:
-            self._start(job, uses, ends, borrowed=True)
+        self._start(job, uses, ends, borrowed=True)
 
     def _start(self, job: WaitingJob, uses, ends, *, borrowed: bool = False) -> None:
         host_ports = self._take_ports(job)

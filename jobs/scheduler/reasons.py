@@ -41,6 +41,11 @@ def kept_reason(job_id: int) -> Reason:
     return Reason("wait.kept", {"job": job_id})
 
 
+def nothing_idle_reason(quota_wait: Reason) -> Reason:
+    """A preemptible job beyond its quota that finds no idle capacity to borrow."""
+    return Reason("wait.nothing_idle", {"reason": quota_wait})
+
+
 def preempting_reason(victims: list[int]) -> Reason:
     """A job within its quota waiting while the borrowing jobs it preempted stop."""
     return Reason("wait.preempting", {"jobs": ", ".join(f"#{pk}" for pk in victims)})
