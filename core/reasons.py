@@ -84,6 +84,9 @@ MESSAGES = {
     # Starting and running (jobs/scheduler/writes.py, jobs/execution/report.py).
     "start": _("Starting on %(placement)s"),
     "start.borrowed": _("Starting on %(placement)s, borrowing idle quota (preemptible)"),
+    "start.away": _(
+        "%(start)s; without its checkpoint, which stays on %(nodes)s (not free for it now)"
+    ),
     "start.node_cards": _("%(node)s (cards %(cards)s)"),
     "start.node": _("%(node)s"),
     "start.more": _("%(first)s; %(rest)s"),
@@ -290,6 +293,10 @@ _CARDS = {"code": "amount.cards", "params": {"count": 4, "model": "V100"}}
 _EXIT = {"code": "exit.code", "params": {"code": 1}}
 _TAIL = "错误：学习率必须为正"
 _EXITED = {"summary": _EXIT, "causes": [], "tail": _TAIL}
+_STARTING = {
+    "code": "start",
+    "params": {"placement": {"code": "start.node", "params": {"node": "p4-03"}}},
+}
 _FAILED = {"index": 0, "attempt": 1, "used": 1, "retries": 2}
 EXAMPLES = {
     "text": {"text": "示例"},
@@ -325,6 +332,7 @@ EXAMPLES = {
     "free.storage": {"gib": 100},
     "start": {"placement": {"code": "start.node_cards", "params": {"node": "p4-03", "cards": "0"}}},
     "start.borrowed": {"placement": {"code": "start.node", "params": {"node": "p4-03"}}},
+    "start.away": {"start": _STARTING, "nodes": "p4-01"},
     "start.node_cards": {"node": "p4-03", "cards": "0, 1"},
     "start.node": {"node": "p4-01"},
     "start.more": {"first": "p4-03", "rest": "p4-04"},

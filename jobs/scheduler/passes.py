@@ -27,6 +27,7 @@ from resources.catalog import ModelCatalog
 
 from .admission import Quotas
 from .backfill import Release, Reservation, ends_at, plan_reservation
+from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
 from .cluster import Cluster, NodeState, ReplicaUse, typical_of
 from .forecast import forecast_starts, likely_end
 from .placement import Shape, place
@@ -77,7 +78,9 @@ class SchedulingPass:
             factors = fair_share_factors(user_ids={job.owner_id for job in jobs}, now=now)
             jobs = in_fair_share_order(jobs, factors)
         cluster.typical = typical_of(job.request for job in jobs)
-        return cls(now=now, cluster=cluster, jobs=jobs)
+        scheduling = cls(now=now, cluster=cluster, jobs=jobs)
+        scheduling.ran_on = previous_nodes(jobs)
+        return scheduling
 
     def __init__(
         self,
@@ -111,6 +114,7 @@ class SchedulingPass:
         self._releases: list[Release] | None = None
         self._pending_releases: list[Release] = []
         self.live = ports
+        self.ran_on: dict[int, list[tuple[int, str]]] = {}  # requeued job -> checkpoint nodes
         self.borrowers: list[WaitingJob] = []  # beyond quota, preemptible: considered last
         self.wanted: dict[str | None, int] = {}  # model (None: any) -> a job within quota waiting
         self._borrowing: Borrowing | None = None
@@ -162,7 +166,9 @@ class SchedulingPass:
         self.shapes[job.pk] = shape
         ends = ends_at(self.now, job.max_runtime_minutes)
         cached = self._failed_before(shape, job.max_runtime_minutes)
-        uses = None if cached is not None else self._place(job, shape, ends)
+        uses = None if cached is not None else self._place_again(job, shape, ends)
+        if uses is None and cached is None:
+            uses = self._place(job, shape, ends)
         if uses is None:
             held = (
                 cached
@@ -212,7 +218,8 @@ class SchedulingPass:
             self._pending_releases.append(Release(ends, order, use, job.pk, likely))
         node_models = [self.cluster.nodes[use.node_pk].model for use in uses]
         self.quotas.charge_started(job, node_models, self.now, borrowed=borrowed)
-        self.starts.append(Start(job, uses, tuple(host_ports), borrowed))
+        away = away_from_checkpoints(self.ran_on.get(job.pk, ()), uses)
+        self.starts.append(Start(job, uses, tuple(host_ports), borrowed, away))
 
     def _preempt_for(self, job: WaitingJob, shape: Shape, ends) -> bool:
         """Stop borrowing jobs whose capacity lets ``job`` (within quota) start; whether it
@@ -244,6 +251,13 @@ class SchedulingPass:
         self.reclaiming.append(job)
         return True
 
+    def _place_again(self, job: WaitingJob, shape: Shape, ends) -> tuple[ReplicaUse, ...] | None:
+        """A requeued job on the nodes that hold its checkpoints, if it fits there."""
+        nodes = [pk for pk, _name in self.ran_on.get(job.pk, ())]
+        if not nodes:
+            return None
+        return place_where_it_ran(self.cluster, shape, nodes, self._narrowing(ends, []))
+
     def _fits(self, shape: Shape, ends) -> bool:
         """Whether ``shape`` has a placement now, within the reservations (caching nothing)."""
         return self._placement(shape, ends, []).uses is not None
@@ -251,6 +265,13 @@ class SchedulingPass:
     def _placement(self, shape: Shape, ends, refusing: list[Reservation]):
         """Where ``shape`` fits now within the reservations; those that narrowed a node
         are added to ``refusing``."""
+
+        return place(self.cluster, shape, self._narrowing(ends, refusing))
+
+    def _narrowing(self, ends, refusing: list[Reservation]):
+        """What the reservations leave of a node to a job ending at ``ends`` (None: all)."""
+        if not self.reservations_by_node:
+            return None
 
         def view(node: NodeState) -> NodeState:
             usable = node
@@ -261,7 +282,7 @@ class SchedulingPass:
                 usable = narrowed
             return usable
 
-        return place(self.cluster, shape, view if self.reservations_by_node else None)
+        return view
 
     def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:
         """The reason a shape failed earlier in this pass, if it must fail again.

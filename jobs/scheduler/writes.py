@@ -36,6 +36,7 @@ class Start:
     uses: tuple[ReplicaUse, ...]
     host_ports: tuple[int, ...]
     borrowed: bool = False  # preemptible, beyond its owner's quota
+    away_from_checkpoint: tuple[str, ...] = ()  # nodes holding checkpoints it starts without
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,11 @@ def _start_reason(start: Start, cluster: Cluster) -> Reason:
     placement = parts[-1]
     for part in reversed(parts[:-1]):
         placement = Reason("start.more", {"first": part, "rest": placement})
-    return Reason("start.borrowed" if start.borrowed else "start", {"placement": placement})
+    reason = Reason("start.borrowed" if start.borrowed else "start", {"placement": placement})
+    if start.away_from_checkpoint:
+        nodes = ", ".join(start.away_from_checkpoint)
+        reason = Reason("start.away", {"start": reason, "nodes": nodes})
+    return reason
 
 
 def write_borrowing_ended(job_ids: list[int]) -> None:
