@@ -7,6 +7,7 @@ import heapq
 import math
 import sys
 import time
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fair_queues_world import (  # noqa: E402
     AGGREGATE,
+    BEHIND_HEAVY,
     CHECKPOINT_SECONDS,
     GRACE_SECONDS,
     MUTUAL,
@@ -88,7 +90,11 @@ class Replay:
             card_fraction=spec["card_fraction"],
         )
         self.jobs[job.pk] = job
-        preemptible = self.policy == 3 and job.owner in self.world.heavy
+        heavy = self.world.heavy
+        if job.owner not in heavy:  # how many jobs the busiest heavy user has queued ahead
+            queued = Counter(self.jobs[pk].owner for _at, pk in self.queue)
+            job.behind_heavy = max((queued[user] for user in heavy), default=0)
+        preemptible = self.policy == 3 and job.owner in heavy
         self.waiting_jobs[job.pk] = WaitingJob(
             job.pk, job.owner, "queued", "", None, None, job.max_runtime_minutes, 0, None,
             job.request, preemptible=preemptible,
@@ -259,6 +265,7 @@ class Replay:
             if job.first_start is None:
                 job.first_start = now_s
                 self.outcome.waits[job.owner].append(now_s - job.arrival)
+                self.note_light_wait(job, now_s - job.arrival)
             self.waiting_jobs[job.pk].reclaiming = False
             self.running[job.pk] = job
             self.running_cards[job.owner] += job.card_fraction
@@ -303,6 +310,11 @@ class Replay:
             victim.card_fraction * (elapsed % CHECKPOINT_SECONDS) / 3600
         )
 
+    def note_light_wait(self, job: SimJob, wait: float) -> None:
+        """A light user's job that arrived behind a heavy user's 200 or more queued jobs."""
+        if job.behind_heavy >= BEHIND_HEAVY:
+            self.outcome.light_behind.append((wait, job.duration))
+
     def finish(self, now: float) -> None:
         for job in list(self.running.values()):
             self.account(job, now)
@@ -310,6 +322,7 @@ class Replay:
         for job in waiting:
             if job.first_start is None:
                 self.outcome.waits[job.owner].append(now - job.arrival)  # censored
+                self.note_light_wait(job, now - job.arrival)
         self.outcome.unstarted = sum(1 for job in waiting if job.first_start is None)
         capacity = self.world.cards * self.world.window
         self.outcome.utilisation = sum(self.outcome.used.values()) / capacity

@@ -23,6 +23,7 @@ GRACE_SECONDS = 60
 CHECKPOINT_SECONDS = 600
 AGGREGATE = "*ANY"
 MUTUAL = "preempted for a job that was earlier preempted for it"
+BEHIND_HEAVY = 200  # the issue's "a heavy user's 200 queued jobs"
 POLICIES = ("0 FIFO", "1 quotas", "2 fair", "3 borrow")
 
 
@@ -36,6 +37,7 @@ class SimJob:
     request: object
     card_fraction: float  # cards held while running (shares count their percent)
     first_start: float | None = None
+    behind_heavy: int = 0  # the busiest heavy user's queued jobs when it arrived (light users)
     started: float | None = None
     attempt: int = 0
     uses: tuple = ()
@@ -62,6 +64,8 @@ class Outcome:
     slowest_pass: float = 0.0
     slowest_queue: int = 0
     wall: float = 0.0
+    # (wait, run time) of light users' jobs that arrived behind a heavy user's 200+ queued
+    light_behind: list[tuple[float, int]] = field(default_factory=list)
 
 
 class World:
