@@ -257,6 +257,9 @@ class Replay:
         return seconds
 
     def apply(self, pass_, now_s: float) -> None:
+        for pk, (state, _reason) in pass_.outcomes.items():
+            if state == "quota_wait" and pk in self.jobs:
+                self.jobs[pk].quota_waited = True  # its own quota held it back at least once
         started = set()
         for start in pass_.starts:
             job = self.jobs[start.job.pk]
@@ -313,7 +316,7 @@ class Replay:
     def note_light_wait(self, job: SimJob, wait: float) -> None:
         """A light user's job that arrived behind a heavy user's 200 or more queued jobs."""
         if job.behind_heavy >= BEHIND_HEAVY:
-            self.outcome.light_behind.append((wait, job.duration))
+            self.outcome.light_behind.append((wait, job.duration, job.quota_waited))
 
     def finish(self, now: float) -> None:
         for job in list(self.running.values()):

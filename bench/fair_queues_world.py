@@ -38,6 +38,7 @@ class SimJob:
     card_fraction: float  # cards held while running (shares count their percent)
     first_start: float | None = None
     behind_heavy: int = 0  # the busiest heavy user's queued jobs when it arrived (light users)
+    quota_waited: bool = False  # its owner's own quota held it back in some pass
     started: float | None = None
     attempt: int = 0
     uses: tuple = ()
@@ -64,8 +65,9 @@ class Outcome:
     slowest_pass: float = 0.0
     slowest_queue: int = 0
     wall: float = 0.0
-    # (wait, run time) of light users' jobs that arrived behind a heavy user's 200+ queued
-    light_behind: list[tuple[float, int]] = field(default_factory=list)
+    # (wait, run time, held by its own quota) of light users' jobs that arrived behind a
+    # heavy user's 200+ queued jobs
+    light_behind: list[tuple[float, int, bool]] = field(default_factory=list)
 
 
 class World:
