@@ -4,6 +4,7 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, JobDataset, JobPort, JobPretrainedModel
@@ -34,6 +35,13 @@ def on_disk(item, text: str):
 
 
 def gpu_job_with_everything() -> Job:
+    # One transaction: the agent's beat runs passes, and one that saw the job before its
+    # port was added would place it without one (seen in CI: KeyError (0, 8080)).
+    with transaction.atomic():
+        return _gpu_job_with_everything()
+
+
+def _gpu_job_with_everything() -> Job:
     v100 = GpuModelFactory()
     job = JobFactory(gpu_model=v100, gpu_count=2, command=DUMP + READS, max_runtime_minutes=30)
     project = job.project
