@@ -94,20 +94,20 @@ def get_queue(request: HttpRequest):
 @router.post("/jobs/{job_id}/move", response=QueueOut)
 def move_job(request: HttpRequest, job_id: int, payload: MoveIn):
     """Swap one of your waiting jobs with your next one up or down its queue."""
-    job = get_object_or_404(jobs_user_may_operate(user=request.user), pk=job_id)
-    try:
-        job_move(user=request.user, job=job, direction=payload.direction)
-    except PermissionDenied as refused:
-        raise HttpError(403, str(refused)) from refused
-    return get_queue(request)
+    return _changed(request, job_id, job_move, direction=payload.direction)
 
 
 @router.post("/jobs/{job_id}/priority", response=QueueOut)
 def set_priority(request: HttpRequest, job_id: int, payload: PriorityIn):
     """Staff: change a waiting job's priority."""
+    return _changed(request, job_id, job_set_priority, priority=PRIORITY_VALUES[payload.priority])
+
+
+def _changed(request: HttpRequest, job_id: int, change, **what) -> QueueOut:
+    """Apply a queue service's ``change`` to a job the reader may see; 403 when refused."""
     job = get_object_or_404(jobs_user_may_operate(user=request.user), pk=job_id)
     try:
-        job_set_priority(user=request.user, job=job, priority=PRIORITY_VALUES[payload.priority])
+        change(user=request.user, job=job, **what)
     except PermissionDenied as refused:
         raise HttpError(403, str(refused)) from refused
     return get_queue(request)

@@ -212,9 +212,7 @@ def queue(as_json: bool) -> None:
 @json_option
 def move(job_id: int, direction: str, as_json: bool) -> None:
     """Move one of your waiting jobs up or down among your jobs of its queue."""
-    with visible_job(job_id):
-        answer = client().post(f"/jobs/{job_id}/move", {"direction": direction})
-    output.emit(answer, as_json=as_json, render=queue_text)
+    _change_in_queue(job_id, "move", {"direction": direction}, as_json)
 
 
 @cli.command()
@@ -223,8 +221,13 @@ def move(job_id: int, direction: str, as_json: bool) -> None:
 @json_option
 def priority(job_id: int, level: str, as_json: bool) -> None:
     """Staff: set a waiting job's priority."""
+    _change_in_queue(job_id, "priority", {"priority": level}, as_json)
+
+
+def _change_in_queue(job_id: int, action: str, body: dict, as_json: bool) -> None:
+    """POST ``/jobs/{id}/<action>`` and print the queue it answers with."""
     with visible_job(job_id):
-        answer = client().post(f"/jobs/{job_id}/priority", {"priority": level})
+        answer = client().post(f"/jobs/{job_id}/{action}", body)
     output.emit(answer, as_json=as_json, render=queue_text)
 
 
