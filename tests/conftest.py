@@ -36,6 +36,7 @@ pytest_plugins = [
     "tests.executor_sites",
     "tests.support.tiny_images",
     "tests.support.registry",
+    "tests.support.borrowing",
 ]
 
 
