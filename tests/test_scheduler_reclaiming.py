@@ -10,6 +10,8 @@ before jobs whose victims still stop.
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from jobs.models import Job
 from jobs.scheduler import run_pass
@@ -70,3 +72,23 @@ def test_a_job_whose_victims_are_gone_starts_before_one_whose_victims_still_stop
     run_pass()
     assert states([urgent]) == ["starting"]
     assert_invariants()
+
+
+def reclaiming_pass_queries(v100, ada, count: int) -> int:
+    """The queries of a pass while ``count`` jobs wait on their victims (one each)."""
+    node = NodeFactory(gpu_model=v100, gpu_count=count)
+    victims = [borrowing(ada, v100, cards=1) for _ in range(count)]
+    for _ in victims:
+        within_quota(v100, 1)
+    assert len(run_pass().preempted) == count
+    preempted_off(victims[0])  # one is ready to start, the others' victims still stop
+    with CaptureQueriesContext(connection) as queries:
+        run_pass()
+    Job.objects.all().delete()
+    node.delete()
+    return len(queries)
+
+
+def test_a_pass_with_reclaiming_jobs_costs_the_same_queries_for_two_or_eight(v100, ada):
+    ada.quotas.update(limit=0)
+    assert reclaiming_pass_queries(v100, ada, 2) == reclaiming_pass_queries(v100, ada, 8)

@@ -42,6 +42,7 @@ from .reasons import (
     ports_reason,
     preempting_reason,
 )
+from .reclaim import Claim, claim, make_claims, victims_nodes
 from .releases import load_releases
 from .writes import (
     Start,
@@ -80,6 +81,7 @@ class SchedulingPass:
         cluster.typical = typical_of(job.request for job in jobs)
         scheduling = cls(now=now, cluster=cluster, jobs=jobs)
         scheduling.ran_on = previous_nodes(jobs)
+        scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
         return scheduling
 
     def __init__(
@@ -104,8 +106,7 @@ class SchedulingPass:
         # job → (state, reason), or "" for a resource wait whose reason is found at the end
         self.outcomes: dict[int, tuple[str, Reason | str]] = {}
         self.shapes: dict[int, Shape] = {}
-        self.reservations: dict[str, Reservation] = {}
-        self.reservations_by_node: dict[int, list[Reservation]] = {}
+        self.reservations_by_node: dict[int, list[Reservation | Claim]] = {}
         self.blocked: set[str] = set()
         self.failed_on_capacity: set[Shape] = set()
         self.failed_held: dict[Shape, tuple[float, Reason]] = {}
@@ -121,6 +122,8 @@ class SchedulingPass:
         self.preempted: dict[int, int] = {}  # victim -> the job it stops for (new)
         self.asked_again: dict[int, int] = {}
         self.reclaiming: list[WaitingJob] = []
+        self.victim_nodes: dict[int, set[int]] = {}  # reclaiming job -> its victims' nodes
+        self.claims: dict[int, Claim] = {}  # reclaiming job -> where it starts (``reclaim``)
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -144,6 +147,8 @@ class SchedulingPass:
     def decide(self) -> list[int]:
         """Every decision, in memory (``bench/fair_queues.py`` replays it); the borrowing
         jobs whose owners' quotas hold them from now on."""
+        if self.live:
+            self.claims = make_claims(self)
         for job in self.jobs:
             self.consider(job)
         # What the jobs within quota left of it holds borrowing jobs now (their owners' own
@@ -165,6 +170,11 @@ class SchedulingPass:
         shape = Shape.of(job.request, admission.models)
         self.shapes[job.pk] = shape
         ends = ends_at(self.now, job.max_runtime_minutes)
+        if job.on_victims and self.live and self._preempt_for(job, shape, ends):
+            return  # it waits for its victims (``reclaim.py``)
+        if job.pk in self.claims:
+            self._start(job, self.claims[job.pk].uses, ends)
+            return
         cached = self._failed_before(shape, job.max_runtime_minutes)
         uses = None if cached is not None else self._place_again(job, shape, ends)
         if uses is None and cached is None:
@@ -176,7 +186,6 @@ class SchedulingPass:
                 else self._failed_before(shape, job.max_runtime_minutes)
             )
             if held == "" and self.live and self._preempt_for(job, shape, ends):
-                self._want(job, shape)
                 return
             self._wait_for_nodes(job, shape, held)
             return
@@ -224,9 +233,7 @@ class SchedulingPass:
     def _preempt_for(self, job: WaitingJob, shape: Shape, ends) -> bool:
         """Stop borrowing jobs whose capacity lets ``job`` (within quota) start; whether it
         waits for such (now or from an earlier pass)."""
-        if self._borrowing is None:
-            self._borrowing = Borrowing.load(self.releases())
-        borrowing = self._borrowing
+        borrowing = self.borrowing()
         victims = borrowing.stopping_for.get(job.pk)
         if victims is not None:
             self.asked_again.update(dict.fromkeys(borrowing.unanswered(job.pk, self.now), job.pk))
@@ -234,13 +241,15 @@ class SchedulingPass:
             chosen = choose_victims(
                 [b for b in borrowing.candidates.values() if b.owner_id != job.owner_id],
                 cluster=self.cluster,
-                fits=lambda: self._fits(shape, ends),
+                fits=lambda: self._placement(shape, ends, [], job.pk).uses is not None,
                 now=self.now,
             )
             if chosen:
                 borrowing.claim(chosen, job.pk)
                 victims = [victim.job_id for victim in chosen]
                 self.preempted.update(dict.fromkeys(victims, job.pk))
+                nodes = {use.node_pk for victim in chosen for use in victim.uses}
+                claim(self, job, shape, victims, nodes)
         if not victims:
             return False
         self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, preempting_reason(victims))
@@ -251,31 +260,36 @@ class SchedulingPass:
         self.reclaiming.append(job)
         return True
 
+    def borrowing(self) -> Borrowing:
+        """The borrowing jobs, those stopping and for whom (loaded when first needed)."""
+        if self._borrowing is None:
+            self._borrowing = Borrowing.load(self.releases())
+        return self._borrowing
+
     def _place_again(self, job: WaitingJob, shape: Shape, ends) -> tuple[ReplicaUse, ...] | None:
         """A requeued job on the nodes that hold its checkpoints, if it fits there."""
         nodes = [pk for pk, _name in self.ran_on.get(job.pk, ())]
         if not nodes:
             return None
-        return place_where_it_ran(self.cluster, shape, nodes, self._narrowing(ends, []))
+        return place_where_it_ran(self.cluster, shape, nodes, self.narrowing(ends, [], job.pk))
 
-    def _fits(self, shape: Shape, ends) -> bool:
-        """Whether ``shape`` has a placement now, within the reservations (caching nothing)."""
-        return self._placement(shape, ends, []).uses is not None
+    def _placement(self, shape: Shape, ends, refusing: list[Reservation], job_id: int):
+        """Where job ``job_id``'s ``shape`` fits now within the reservations (but its own);
+        those that narrowed a node are added to ``refusing``."""
 
-    def _placement(self, shape: Shape, ends, refusing: list[Reservation]):
-        """Where ``shape`` fits now within the reservations; those that narrowed a node
-        are added to ``refusing``."""
+        return place(self.cluster, shape, self.narrowing(ends, refusing, job_id))
 
-        return place(self.cluster, shape, self._narrowing(ends, refusing))
-
-    def _narrowing(self, ends, refusing: list[Reservation]):
-        """What the reservations leave of a node to a job ending at ``ends`` (None: all)."""
+    def narrowing(self, ends, refusing: list[Reservation], job_id: int):
+        """What the other jobs' reservations leave of a node to job ``job_id`` ending at
+        ``ends`` (None: all)."""
         if not self.reservations_by_node:
             return None
 
         def view(node: NodeState) -> NodeState:
             usable = node
             for reservation in self.reservations_by_node.get(node.pk, ()):
+                if reservation.job_id == job_id:
+                    continue
                 narrowed = reservation.narrow(usable, ends)
                 if narrowed is not usable:
                     refusing.append(reservation)
@@ -300,7 +314,7 @@ class SchedulingPass:
 
     def _place(self, job: WaitingJob, shape: Shape, ends) -> tuple[ReplicaUse, ...] | None:
         refusing: list[Reservation] = []
-        outcome = self._placement(shape, ends, refusing)
+        outcome = self._placement(shape, ends, refusing, job.pk)
         if outcome.uses is None and not outcome.refused:
             self.failed_on_capacity.add(shape)
         elif outcome.uses is None:
@@ -324,7 +338,6 @@ class SchedulingPass:
             excluded=set(self.reservations_by_node),
         )
         if reservation is not None:
-            self.reservations[job.queue] = reservation
             for node_pk in reservation.extra:
                 self.reservations_by_node.setdefault(node_pk, []).append(reservation)
 

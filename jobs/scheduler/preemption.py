@@ -9,9 +9,10 @@ jobs; then the most recently started; then the fewest card-hours lost. A victim 
 freed whole (every replica of a gang).
 
 No cycles: a beneficiary takes the capacity when its victims stop (it sorts first in the
-queue until it starts, ``queue.waiting_rows``); while its victims stop it preempts no
-more; a stopping victim is never chosen again; and a borrowing job is never a beneficiary
-(it starts only on capacity no within-quota job waits for).
+queue until it starts, ``queue.waiting_rows``, and what it needs beside their capacity is
+claimed for it meanwhile, ``reclaim.py``); while its victims stop it preempts no more and
+starts nowhere else; a stopping victim is never chosen again; and a borrowing job is
+never a beneficiary (it starts only on capacity no within-quota job waits for).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Within a priority, the jobs of users with less recent use go first: each owner's
 fair-share factor (``billing/fair_share.py``), highest first; equal factors keep
 submission order, or the order their owner gave them (``Job.queue_since``). Ahead
 of all: a job for which borrowing jobs were preempted (``preemption.py``), until
-it starts on what they freed.
+it starts on what they freed; those whose victims are gone before those whose
+victims still stop (the first take what was freed for them; the others have it
+reserved: ``SchedulingPass.reserve_for_reclaiming``).
 
 Each requested GPU model is its own queue (CPU jobs share one), so a blocked
 V100 job never holds back a P4 job; quota-wait and resource-wait are separate
@@ -44,6 +46,7 @@ class WaitingJob:
     fair_share: float = 1.0  # the owner's factor (1.0: no recent use)
     preemptible: bool = False
     reclaiming: bool = False  # borrowing jobs were preempted for it; it has not started
+    on_victims: bool = False  # reclaiming, and some of its victims still stop
 
     @property
     def requested_model(self) -> str | None:
@@ -71,10 +74,13 @@ def waiting_rows() -> list[tuple]:
     """The columns of every waiting job, in queue order (one query)."""
     waiting = Job.objects.filter(state__in=Job.WAITING_STATES).annotate(
         reclaiming=Exists(Job.objects.filter(preempted_for=OuterRef("pk"))),
+        on_victims=Exists(
+            Job.objects.filter(preempted_for=OuterRef("pk"), state__in=Job.ACTIVE_STATES)
+        ),
         queued=Coalesce("queue_since", "submitted_at"),
     )
     return list(
-        waiting.order_by("-reclaiming", "-priority", "queued", "pk").values_list(
+        waiting.order_by("-reclaiming", "on_victims", "-priority", "queued", "pk").values_list(
             "pk",
             "owner_id",
             "state",
@@ -87,6 +93,7 @@ def waiting_rows() -> list[tuple]:
             "priority",
             "preemptible",
             "reclaiming",
+            "on_victims",
             *REQUEST_FIELDS,
         )
     )
@@ -109,7 +116,8 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog, *, ports=True) -> lis
             priority=row[9],
             preemptible=row[10],
             reclaiming=row[11],
-            request=request_from_values(row[12:], catalog),
+            on_victims=row[12],
+            request=request_from_values(row[13:], catalog),
             ports=tuple(sorted(by_job.get(row[0], ()))),
         )
         for row in rows
@@ -121,4 +129,6 @@ def in_fair_share_order(jobs: list[WaitingJob], factors: dict[int, float]) -> li
     for job in jobs:
         job.fair_share = factors.get(job.owner_id, 1.0)
     # Stable: jobs of one priority and factor keep their submission order.
-    return sorted(jobs, key=lambda job: (not job.reclaiming, -job.priority, -job.fair_share))
+    return sorted(
+        jobs, key=lambda job: (not job.reclaiming, job.on_victims, -job.priority, -job.fair_share)
+    )
