@@ -22,7 +22,8 @@ Prints the setup (offered load, window, cluster), progress lines, then one colum
 policy — (0) FIFO, no quotas; (1) priority + submit order with quotas; (2) + fair
 share; (3) + borrowing (heavy users' jobs preemptible) and preemption — with GPU
 utilisation over the arrival window, light/heavy users' median and p95 waits, Jain's
-index of used share / min(entitled, demanded) (and with each ratio capped at 1),
+index of used share / min(entitled, demanded) (also with each ratio capped at 1, and
+over each user's max-min fair share, water-filled by quota and capped by demand),
 preemptions, GPU-hours lost (without and with a checkpoint every 10 minutes),
 preemption cycles by kind (a job preempted for one that was itself preempted; for one
 preempted for it; a beneficiary that did not start in the pass after its victims
@@ -46,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fair_queues_replay import Replay  # noqa: E402
 from fair_queues_world import (  # noqa: E402
+    GRACE_SECONDS,
     MUTUAL,
     POLICIES,
     START,
@@ -107,6 +109,32 @@ def jain(world: World, outcome: Outcome, cap: float = math.inf) -> float:
     return sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
 
 
+def water_filled(world: World) -> dict[int, float]:
+    """Each user's max-min fair share of the capacity, weighted by quota and capped by
+    demand (the entitled share where every user wants it all; what idle entitlement
+    leaves to those who want more, in proportion to their quotas): card-seconds."""
+    left, share = world.cards * world.window, {}
+    wanting = {user for user in world.users if world.demand[user] > 0}
+    while wanting:
+        per_weight = left / sum(world.quota[user] for user in wanting)
+        sated = {u for u in wanting if world.demand[u] <= per_weight * world.quota[u]}
+        if not sated:
+            share.update({user: per_weight * world.quota[user] for user in wanting})
+            break
+        for user in sated:
+            share[user] = world.demand[user]
+            left -= world.demand[user]
+        wanting -= sated
+    return share
+
+
+def jain_water_filled(world: World, outcome: Outcome) -> float:
+    """Jain's index of each user's used share over their max-min fair share."""
+    deserved = water_filled(world)
+    ratios = [outcome.used[user] / deserved[user] for user in deserved if deserved[user] > 0]
+    return sum(ratios) ** 2 / (len(ratios) * sum(r * r for r in ratios))
+
+
 def group_waits(world: World, outcome: Outcome, heavy: bool) -> tuple[float, float, float]:
     """Minutes: the median of per-user medians, of per-user p95s, and the worst p95."""
     users = [u for u in world.users if (u in world.heavy) == heavy and outcome.waits[u]]
@@ -130,6 +158,10 @@ def report(world: World, outcomes: list[Outcome]) -> None:
     row("never started (waits counted to the end)", [o.unstarted for o in outcomes])
     row("Jain's index (used / min(entitled, demand))", [f"{jain(world, o):.3f}" for o in outcomes])
     row("  same, each ratio capped at 1", [f"{jain(world, o, cap=1):.3f}" for o in outcomes])
+    row(
+        "  used / max-min fair share (water-filled)",
+        [f"{jain_water_filled(world, o):.3f}" for o in outcomes],
+    )
     row("preemptions", [o.preemptions for o in outcomes])
     row("GPU-hours lost, no checkpoints", [f"{o.lost_hours:.1f}" for o in outcomes])
     row(
@@ -230,6 +262,32 @@ def timed_waiting_changes(replay: Replay) -> float:
     return seconds
 
 
+def within_quota(borrow: Outcome, tick: int) -> None:
+    """The issue's "a job within its quota whose quota is free starts within grace + one
+    pass", over the jobs their owner's quota never held back. Capacity that preemption
+    cannot free (held by jobs within their quotas, or a node reserved for an earlier
+    job) is not the quota's: those waits are counted apart."""
+    limit = GRACE_SECONDS + tick
+    longer = [(wait, why) for wait, why in borrow.within_quota if wait > limit]
+    # Reasons of a wait that no preemption could end: capacity within others' quotas
+    # (no reason code: "needs a node with ..."), reservations, ports.
+    beyond = {"resource_wait", "wait.held", "wait.ports"}
+    theirs = [(wait, why) for wait, why in longer if not why & beyond]
+    print(
+        f"  {'(3) job within free quota starts within grace + one pass':52} "
+        f"{f'{len(theirs)} of {len(borrow.within_quota)} longer':>24}  "
+        f"{'MET' if not theirs else 'NOT MET'}"
+    )
+    if theirs:
+        print(f"    the longest: {max(wait for wait, _why in theirs):.0f} s")
+    if len(longer) > len(theirs):
+        worst = max(wait for wait, why in longer if why & beyond)
+        print(
+            f"    {len(longer) - len(theirs)} more waited on capacity no preemption could free "
+            f"(not counted; the longest {worst:.0f} s)"
+        )
+
+
 def targets(world: World, outcomes: list[Outcome], big: dict[str, float]) -> None:
     by_name = {outcome.name: outcome for outcome in outcomes}
     fifo, borrow = by_name.get(POLICIES[0]), by_name.get(POLICIES[3])
@@ -247,7 +305,13 @@ def targets(world: World, outcomes: list[Outcome], big: dict[str, float]) -> Non
         )
     if borrow:
         index = jain(world, borrow)
-        line("(3) Jain's index >= 0.9", f"{index:.3f}", index >= 0.9)
+        line("(3) Jain's index >= 0.9, as the issue defines it", f"{index:.3f}", index >= 0.9)
+        print(
+            "    (borrowing gives heavy users the idle share light users leave, so their used "
+            "share exceeds min(entitled, demand): a ratio > 1 counts as unfairness)"
+        )
+        index = jain_water_filled(world, borrow)
+        line("(3) Jain's index >= 0.9, over max-min fair shares", f"{index:.3f}", index >= 0.9)
         line("(3) zero preemption cycles", f"{len(borrow.cycles)}", not borrow.cycles)
         behind = borrow.light_behind
         longer = [(wait, run, own) for wait, run, own in behind if wait > run]
@@ -257,12 +321,17 @@ def targets(world: World, outcomes: list[Outcome], big: dict[str, float]) -> Non
             f"{len(theirs)} of {len(behind)} longer",
             not theirs,
         )
+        if theirs:
+            wait, run, _own = max(theirs, key=lambda item: item[0] - item[1])
+            grace = f"a preemption's grace is {GRACE_SECONDS} s"
+            print(f"    the most: {wait:.0f} s for a {run} s run ({grace})")
         if longer:
             wait, run, _own = max(longer, key=lambda item: item[0] - item[1])
             print(
                 f"    {len(longer) - len(theirs)} more waited longer on their owner's own quota "
                 f"(not counted; the longest: {wait:.0f} s for a {run} s run)"
             )
+        within_quota(borrow, world.args.tick)
     slowest = max(seconds for name, seconds in big.items() if name != "reasons")
     line("a pass over ~8,000 queued under 2 s (decisions)", f"{slowest:.3f} s", slowest < 2)
     if not math.isnan(big.get("reasons", math.nan)):

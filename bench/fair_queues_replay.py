@@ -48,6 +48,7 @@ class Replay:
         self.decayed = {user: 0.0 for user in world.users}  # card-seconds, decayed
         self.decayed_at = 0.0
         self.stopping_for: dict[int, list[int]] = {}
+        self.victim_nodes: dict[int, set[int]] = {}  # beneficiary -> its victims' nodes
         self.ever_preempted: set[int] = set()
         self.preempted_for: dict[int, set[int]] = {}  # victim -> the jobs it stopped for
         self.victims_stopped_at: dict[int, int] = {}  # beneficiary -> pass its victims stopped
@@ -149,6 +150,7 @@ class Replay:
         if kind == "stop" and not job.stopping:
             return False
         self.release(job, moment)
+        self.stopped(job)
         if kind == "end":
             job.done = True
             return True
@@ -156,6 +158,10 @@ class Replay:
         job.attempt += 1
         job.stopping = False
         bisect.insort(self.queue, (job.arrival, job.pk))
+        return True
+
+    def stopped(self, job: SimJob) -> None:
+        """A victim stopped, or ended within its grace: its beneficiary waits on it no more."""
         for beneficiary, victims in list(self.stopping_for.items()):
             if job.pk in victims:
                 victims.remove(job.pk)
@@ -165,7 +171,6 @@ class Replay:
                         self.outcome.started_elsewhere += 1
                     else:
                         self.victims_stopped_at[beneficiary] = self.outcome.passes
-        return True
 
     def release(self, job: SimJob, moment: float) -> None:
         for use in job.uses:
@@ -232,8 +237,11 @@ class Replay:
         began = time.perf_counter()
         now = START + timedelta(seconds=now_s)
         jobs = [self.waiting_jobs[pk] for _submitted, pk in self.queue]
-        # waiting_rows' order: reclaiming first, then priority (all normal), then submission.
-        jobs.sort(key=lambda job: not job.reclaiming)
+        for job in jobs:
+            job.on_victims = job.pk in self.stopping_for
+        # waiting_rows' order: reclaiming first (those whose victims are gone, then those
+        # whose victims still stop), then priority (all normal), then submission.
+        jobs.sort(key=lambda job: (not job.reclaiming, job.on_victims))
         if self.policy >= 2:
             jobs = in_fair_share_order(jobs, self.factors(now_s))
         pass_ = SchedulingPass(
@@ -246,6 +254,7 @@ class Replay:
         )
         if self.policy == 3:
             pass_._borrowing = self.borrowing(now)
+            pass_.victim_nodes = self.victim_nodes
         ended_borrowing = pass_.decide()
         seconds = time.perf_counter() - began
         for pk in ended_borrowing:
@@ -269,7 +278,10 @@ class Replay:
                 job.first_start = now_s
                 self.outcome.waits[job.owner].append(now_s - job.arrival)
                 self.note_light_wait(job, now_s - job.arrival)
+                if not job.quota_waited:
+                    self.outcome.within_quota.append((now_s - job.arrival, job.waited_on))
             self.waiting_jobs[job.pk].reclaiming = False
+            self.victim_nodes.pop(job.pk, None)
             self.running[job.pk] = job
             self.running_cards[job.owner] += job.card_fraction
             self.push(now_s + job.duration, "end", job)
@@ -288,6 +300,9 @@ class Replay:
             pk: getattr(reason, "code", reason) or state
             for pk, (state, reason) in pass_.outcomes.items()
         }
+        for pk, why in self.last_outcome.items():
+            if pk in self.jobs:
+                self.jobs[pk].waited_on.add(why)
         for victim_pk, beneficiary in pass_.preempted.items():
             self.preempt(self.jobs[victim_pk], beneficiary, now_s)
 
@@ -304,6 +319,7 @@ class Replay:
         self.preempted_for.setdefault(victim.pk, set()).add(beneficiary)
         victim.stopping = True
         self.stopping_for.setdefault(beneficiary, []).append(victim.pk)
+        self.victim_nodes.setdefault(beneficiary, set()).update(use.node_pk for use in victim.uses)
         self.waiting_jobs[beneficiary].reclaiming = True
         self.push(now_s + GRACE_SECONDS, "stop", victim)
         elapsed = now_s + GRACE_SECONDS - victim.started

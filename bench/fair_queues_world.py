@@ -39,6 +39,7 @@ class SimJob:
     first_start: float | None = None
     behind_heavy: int = 0  # the busiest heavy user's queued jobs when it arrived (light users)
     quota_waited: bool = False  # its owner's own quota held it back in some pass
+    waited_on: set[str] = field(default_factory=set)  # the reasons it waited for, by code
     started: float | None = None
     attempt: int = 0
     uses: tuple = ()
@@ -68,6 +69,8 @@ class Outcome:
     # (wait, run time, held by its own quota) of light users' jobs that arrived behind a
     # heavy user's 200+ queued jobs
     light_behind: list[tuple[float, int, bool]] = field(default_factory=list)
+    # (wait, the reasons it waited for) of jobs their owner's quota never held back
+    within_quota: list[tuple[float, set[str]]] = field(default_factory=list)
 
 
 class World:
