@@ -133,6 +133,7 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "max_retries",
         "priority",
         "preemptible",
+        "keep_checkpoint",
         "stop_requested_at",
         *JOB_READONLY_FIELDS,
     ]

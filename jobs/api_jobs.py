@@ -7,6 +7,7 @@ The same services as the pages: ``job_submit`` validates, ``job_stop`` stops,
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated, Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -16,6 +17,7 @@ from django.utils.translation import gettext as _
 from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 from ninja.pagination import paginate
+from pydantic import WithJsonSchema
 
 from core.api_pagination import Pagination
 from resources.schemas import ReplicaResourcesOut, replica_resources_out
@@ -36,6 +38,7 @@ from .services.stop import job_stop
 from .services.submit import job_submit
 
 router = Router(tags=["jobs"])
+NULLABLE_BOOLEAN = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
 
 
 class JobIn(FeasibilityIn):
@@ -62,6 +65,13 @@ class JobIn(FeasibilityIn):
     max_runtime_minutes: int | None = Field(None, description="null: no limit")
     max_retries: int | None = Field(None, description=f"0–{MAX_RETRIES}, default 0")
     priority: str | None = Field(None, description="normal (default) or high (staff only)")
+    # Checked by the submit service alone, as the form and job files are: a bad value is
+    # refused naming the field in the reader's language (the schema's would be English).
+    keep_checkpoint: Annotated[Any, WithJsonSchema(NULLABLE_BOOLEAN)] = Field(
+        None,
+        description="true: once the job has ended its checkpoint (TRAINYARD_CHECKPOINT) stays "
+        "and downloads beside its outputs, for as long as they stay. Default false: removed",
+    )
 
 
 class JobPatchIn(Schema):
@@ -105,6 +115,7 @@ class JobOut(Schema):
     max_retries: int
     priority: str
     preemptible: bool
+    keep_checkpoint: bool
     borrowed: bool = Field(
         description="Set by the scheduler: a preemptible job running beyond its owner's quota "
         "on idle cards, which a job within its quota may preempt"

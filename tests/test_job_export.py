@@ -36,6 +36,7 @@ SAME = [
     "max_retries",
     "priority",
     "preemptible",
+    "keep_checkpoint",
 ]
 
 
@@ -71,6 +72,7 @@ def same_job(a: Job, b: Job) -> dict:
             "max_retries": 2,
             "code_version": None,
             "preemptible": True,
+            "keep_checkpoint": True,
         },
         {
             "task_mode": "distributed",

@@ -124,6 +124,15 @@ class Job(ReplicaResourceColumns):
         ),
     )
     borrowed = models.BooleanField(_("borrowing idle quota"), default=False)
+    # The owner's choice: once the job has ended the agents leave its checkpoints
+    # (``TRAINYARD_CHECKPOINT``) in place, and the job's page lists them beside its outputs.
+    keep_checkpoint = models.BooleanField(
+        _("keep the checkpoint"),
+        default=False,
+        help_text=_(
+            "Once the job has ended, its checkpoint stays and downloads beside its outputs."
+        ),
+    )
     preempted_for = models.ForeignKey(
         "self",
         on_delete=models.SET_NULL,

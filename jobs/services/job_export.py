@@ -47,6 +47,7 @@ def job_submit_body(job: Job) -> dict:
         max_retries=job.max_retries,
         priority=PRIORITY_NAMES.get(job.priority, "normal"),
         preemptible=job.preemptible,
+        keep_checkpoint=job.keep_checkpoint,
     )
     return body
 

@@ -49,6 +49,7 @@ class JobInput:
     max_retries: int
     priority: int
     preemptible: bool
+    keep_checkpoint: bool
     template: WorkloadTemplate | None = None
     augmentation_command: str = ""
 
@@ -92,6 +93,7 @@ def _checked(user: AbstractBaseUser, data: dict, errors: FieldErrors) -> tuple:
         "max_retries": _max_retries(data.get("max_retries"), errors),
         "priority": _priority(user, data.get("priority"), errors),
         "preemptible": _preemptible(data.get("preemptible"), errors),
+        "keep_checkpoint": _keep_checkpoint(data.get("keep_checkpoint"), errors),
         "template": template,
         "augmentation_command": augmentation_command_clean(
             data.get("augmentation_command"), errors
@@ -183,13 +185,28 @@ def _priority(user: AbstractBaseUser, value: str | None, errors: FieldErrors) ->
 
 
 def _preemptible(value, errors: FieldErrors) -> bool:
-    """True or false; omitted (None) is false. The form sends a ticked box as True."""
-    if value is None or isinstance(value, bool):
+    if _true_or_false(value):
         return bool(value)
     errors.add(
         "preemptible", _("Preemptible must be true or false; you gave %(value)s") % {"value": value}
     )
     return False
+
+
+def _keep_checkpoint(value, errors: FieldErrors) -> bool:
+    if _true_or_false(value):
+        return bool(value)
+    errors.add(
+        "keep_checkpoint",
+        _("Keep the checkpoint must be true or false; you gave %(value)s") % {"value": value},
+    )
+    return False
+
+
+def _true_or_false(value) -> bool:
+    """A flag's value is true or false; omitted (None) is false. The form sends a ticked box
+    as True."""
+    return value is None or isinstance(value, bool)
 
 
 def _project_items(project: Project, data: dict, errors: FieldErrors) -> dict:

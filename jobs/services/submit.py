@@ -77,6 +77,7 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         max_retries=job_input.max_retries,
         priority=job_input.priority,
         preemptible=job_input.preemptible,
+        keep_checkpoint=job_input.keep_checkpoint,
         state=Job.State.QUOTA_WAIT,
         **Job.reason_fields(Reason("queued")),
     )
