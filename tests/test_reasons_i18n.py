@@ -154,7 +154,8 @@ def test_the_failure_email_is_in_the_language_chosen_for_email(
 
 
 def test_every_reason_code_renders_in_chinese_without_english_left():
-    from core.reasons import EXAMPLES, MESSAGES, Reason
+    from core.reason_examples import EXAMPLES
+    from core.reasons import MESSAGES, Reason
 
     assert set(EXAMPLES) == set(MESSAGES)
     with translation.override("zh-hans"):
