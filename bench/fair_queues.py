@@ -324,7 +324,7 @@ def targets(world: World, outcomes: list[Outcome], big: dict[str, float]) -> Non
         if theirs:
             wait, run, _own = max(theirs, key=lambda item: item[0] - item[1])
             grace = f"a preemption's grace is {GRACE_SECONDS} s"
-            print(f"    the most: {wait:.0f} s for a {run} s run ({grace})")
+            print(f"    the most: {wait:.1f} s for a {run} s run ({grace})")
         if longer:
             wait, run, _own = max(longer, key=lambda item: item[0] - item[1])
             print(

@@ -29,13 +29,13 @@ from .admission import Quotas
 from .backfill import Release, Reservation, ends_at, plan_reservation
 from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
 from .cluster import Cluster, NodeState, ReplicaUse, typical_of
-from .forecast import forecast_starts, likely_end
+from .explain import waiting_changes
+from .forecast import likely_end
 from .placement import Shape, place
 from .ports import PortPool
 from .preemption import Borrowing, choose_victims
 from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
 from .reasons import (
-    ResourceReasons,
     held_reason,
     kept_reason,
     nothing_idle_reason,
@@ -366,32 +366,8 @@ class SchedulingPass:
         return self._releases + self._pending_releases
 
     def waiting_changes(self) -> list[Waiting]:
-        started = {start.job.pk for start in self.starts}
-        reasons = ResourceReasons(self.cluster)
-        estimates = self._estimates(started)
-        positions: dict[tuple[str, str], int] = {}
-        changes = []
-        for job in self.jobs:
-            if job.pk in started:
-                continue
-            state, reason = self.outcomes[job.pk]
-            if state == Job.State.RESOURCE_WAIT and not reason:
-                reason = reasons.reason(self.shapes[job.pk], job.requested_model)
-            position = positions[state, job.queue] = positions.get((state, job.queue), 0) + 1
-            changes.append(Waiting(job, state, reason, position, estimates.get(job.pk)))
-        return changes
-
-    def _estimates(self, started: set[int]) -> dict[int, datetime | None]:
-        """Each waiting job's expected start, from a replay of this pass forward (forecast)."""
-        estimates = forecast_starts(
-            now=self.now,
-            cluster=self.cluster,
-            quotas=self.quotas,
-            jobs=[job for job in self.jobs if job.pk not in started],
-            releases=self.releases(),
-            step=self._replayed,
-        )
-        return {pk: _to_second(moment) for pk, moment in estimates.items()}
+        """Each job left waiting: its state, reason, position and estimated start."""
+        return waiting_changes(self, step=self._replayed)
 
     @staticmethod
     def _replayed(
@@ -412,7 +388,3 @@ class SchedulingPass:
 
 def _runtime_order(max_runtime_minutes: int | None) -> float:
     return math.inf if max_runtime_minutes is None else max_runtime_minutes
-
-
-def _to_second(moment: datetime | None) -> datetime | None:
-    return None if moment is None else moment.replace(microsecond=0)

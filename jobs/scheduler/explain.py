@@ -1,0 +1,47 @@
+"""What a pass tells the jobs it leaves waiting: state, reason, position, likely start.
+
+A resource wait without a reason of its own (the pass found no node) is explained by
+``ResourceReasons`` (which nodes lack what); positions count within (state, queue);
+estimates replay the pass forward (``forecast.py``), each step a pass that neither
+preempts nor borrows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from jobs.models import Job
+
+from .forecast import forecast_starts
+from .reasons import ResourceReasons
+from .writes import Waiting
+
+
+def waiting_changes(scheduling, *, step) -> list[Waiting]:
+    """The changes to write for ``scheduling``'s (the pass's) jobs that did not start;
+    ``step``: what a pass at a later moment would start (the forecast's)."""
+    started = {start.job.pk for start in scheduling.starts}
+    reasons = ResourceReasons(scheduling.cluster)
+    estimates = forecast_starts(
+        now=scheduling.now,
+        cluster=scheduling.cluster,
+        quotas=scheduling.quotas,
+        jobs=[job for job in scheduling.jobs if job.pk not in started],
+        releases=scheduling.releases(),
+        step=step,
+    )
+    positions: dict[tuple[str, str], int] = {}
+    changes = []
+    for job in scheduling.jobs:
+        if job.pk in started:
+            continue
+        state, reason = scheduling.outcomes[job.pk]
+        if state == Job.State.RESOURCE_WAIT and not reason:
+            reason = reasons.reason(scheduling.shapes[job.pk], job.requested_model)
+        position = positions[state, job.queue] = positions.get((state, job.queue), 0) + 1
+        changes.append(Waiting(job, state, reason, position, _to_second(estimates.get(job.pk))))
+    return changes
+
+
+def _to_second(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(microsecond=0)
