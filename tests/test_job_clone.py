@@ -40,6 +40,7 @@ JOBS = {
         "datasets": ["dogs"],
         "code_version": None,
         "preemptible": True,
+        "keep_checkpoint": True,
     },
     "vgpu": {
         "resources": {"kind": "vgpu", "gpu_count": 2, "vgpu_compute_percent": 30},

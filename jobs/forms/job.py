@@ -219,6 +219,7 @@ class JobForm(JobFields):
             "max_retries": self.value("max_retries"),
             "priority": self.value("priority") or "normal",
             "preemptible": self._ticked("preemptible"),
+            "keep_checkpoint": self._ticked("keep_checkpoint"),
             **template_submit_data(self),
         }
 

@@ -200,3 +200,11 @@ class JobFields(forms.Form):
             "TRAINYARD_CHECKPOINT to resume."
         ),
     )
+    keep_checkpoint = forms.BooleanField(
+        label=_("Keep the checkpoint as an output"),
+        required=False,
+        help_text=_(
+            "Once the job has ended, what it saved in TRAINYARD_CHECKPOINT stays and downloads "
+            "beside its outputs, instead of being removed."
+        ),
+    )

@@ -49,6 +49,7 @@ def form_initial(body: dict, gpu_models: list[GpuModel]) -> dict:
         "max_retries": body.get("max_retries") or 0,
         "priority": body.get("priority") or "normal",
         "preemptible": body.get("preemptible") is True,
+        "keep_checkpoint": body.get("keep_checkpoint") is True,
         **_max_runtime(body.get("max_runtime_minutes")),
     }
     resources = body.get("resources")
