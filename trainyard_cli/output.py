@@ -92,6 +92,12 @@ def _replicas(job: dict) -> str:
     return f"{job['replicas']} nodes × " if job["task_mode"] == "distributed" else ""
 
 
+def _checkpoint(job: dict) -> str:
+    if job.get("keep_checkpoint"):
+        return "kept as an output once the job has ended"
+    return "removed once the job has ended"
+
+
 def job_details(job: dict) -> str:
     facts = [
         ("Job", f"{job['id']} {job['name']}"),
@@ -112,6 +118,7 @@ def job_details(job: dict) -> str:
         ("Max retries", job["max_retries"]),
         ("Priority", job["priority"]),
         ("Preemptible", "yes" if job.get("preemptible") else "no"),
+        ("Checkpoint", _checkpoint(job)),
         ("Borrowing", "idle quota beyond yours: may be preempted" if job.get("borrowed") else None),
         ("Attempt", job.get("attempt") or None),
         ("Submitted", when(job["submitted_at"])),
