@@ -131,3 +131,43 @@ def test_the_poll_removes_only_ended_jobs_checkpoints(db, settings, tmp_path):
     for job_id in (running.pk, requeued.pk, busy.pk):
         assert all((folder / "sub" / "state.pt").exists() for folder in folders[job_id])
     assert checkpoint_marks(marks) == sorted((j, 0) for j in (running.pk, requeued.pk, busy.pk))
+
+
+def test_the_poll_keeps_the_checkpoints_of_ended_jobs_that_asked(db, settings, tmp_path):
+    """Kept: the folders stay, node-local and shared, and only the mark goes (the poll reads
+    it no more); not kept: removed."""
+    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
+    settings.TRAINYARD_CHECKPOINT_ROOT = tmp_path / "shared"
+    kept = JobFactory(state=Job.State.FAILED, keep_checkpoint=True)
+    removed = JobFactory(state=Job.State.FAILED, keep_checkpoint=False)
+    marks = checkpoint_marks_dir("n1")
+    folders = {}
+    for job in (kept, removed):
+        folders[job.pk] = []
+        for index in (0, 1):
+            checkpoint_mark(marks, job_id=job.pk, replica_index=index)
+            local = node_checkpoint_dir("n1", job.pk, index)
+            shared = settings.TRAINYARD_CHECKPOINT_ROOT / str(job.pk) / f"replica-{index}"
+            for folder in (local, shared):
+                folder.mkdir(parents=True)
+                (folder / "state.pt").write_text("s")
+                folders[job.pk].append(folder)
+
+    checkpoints_remove_ended("n1", busy_job_ids=set())
+
+    assert all((folder / "state.pt").read_text() == "s" for folder in folders[kept.pk])
+    assert not any(folder.exists() for folder in folders[removed.pk])
+    assert not (settings.TRAINYARD_CHECKPOINT_ROOT / str(removed.pk)).exists()
+    assert checkpoint_marks(marks) == []
+
+
+@pytest.mark.integration
+def test_a_real_job_that_keeps_its_checkpoint_finds_it_after_the_poll(agent_env):
+    node = make_node()
+    agent = agent_env([node])
+    job = cpu_job("echo 7 > $TRAINYARD_CHECKPOINT/step", keep_checkpoint=True)
+    job = wait_for_state(place(job, [node]), Job.FINAL_STATES, agent)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    marks = checkpoint_marks_dir(node.name)
+    wait_until(lambda: checkpoint_marks(marks) == [], what="the ended job's mark gone")
+    assert (node_checkpoint_dir(node.name, job.pk, 0) / "step").read_text() == "7\n"

@@ -49,7 +49,8 @@ def replica_output_dir(node_name: str, job_id: int, replica_index: int) -> Path:
 
 def replica_checkpoint_dir(node_name: str, job_id: int, replica_index: int) -> Path:
     """The same folder for every attempt of the replica, wherever it runs when the root is
-    shared; removed once the job has ended (``checkpoint_marks_dir``)."""
+    shared; removed once the job has ended (``checkpoint_marks_dir``), unless the job keeps
+    it (``Job.keep_checkpoint``): then it stays beside the replica's output."""
     shared = settings.TRAINYARD_CHECKPOINT_ROOT
     if shared:
         return Path(shared) / str(job_id) / f"replica-{replica_index}"
@@ -69,7 +70,7 @@ def checkpoint_root(node_name: str) -> Path:
 
 def checkpoint_marks_dir(node_name: str) -> Path:
     """``<job>-<replica>`` for each checkpoint a replica of this node used: what to remove
-    once its job has ended (the agent's poll)."""
+    (or, kept, to forget) once its job has ended (the agent's poll)."""
     return node_root(node_name) / "checkpoints"
 
 
