@@ -1,12 +1,14 @@
 """The job page's attempts, live log and outputs; log and output downloads; the logs API."""
 
 import os
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.execution.files import attempt_log_path, replica_output_dir
+from jobs.execution.files import attempt_log_path, output_files, replica_output_dir
+from jobs.execution.replica.checkpoint import checkpoint_remove
 from jobs.models import Job, Replica, ReplicaAttempt
 from tests.agent_support import make_node
 from tests.factories import JobFactory
@@ -289,3 +291,40 @@ def test_the_output_walk_stops_at_a_bounded_number_of_entries(ran, monkeypatch):
     listed = files.output_files(output)
     assert {f.relative_path for f in listed} >= {"metrics.json", "checkpoints/epoch-1.pt"}
     assert len(seen) <= getattr(files, "OUTPUT_WALK_ENTRIES", 1000) + 1
+
+
+def nest(top: Path, levels: int, *, files_at: tuple[int, ...]) -> None:
+    """``levels`` folders ``d`` each in the last, made relative to the one above (no path
+    grows past PATH_MAX), with an empty ``at-<level>.pt`` at each level of ``files_at``."""
+    folder = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    for level in range(levels):
+        os.mkdir("d", dir_fd=folder)
+        deeper = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=folder)
+        os.close(folder)
+        folder = deeper
+        if level in files_at:
+            os.close(os.open(f"at-{level}.pt", os.O_CREAT | os.O_WRONLY, dir_fd=folder))
+    os.close(folder)
+
+
+@pytest.fixture
+def deep_tree(ran):
+    """1,500 nested folders in the output; removed after the test by the agent's own removal
+    (pytest's, shutil.rmtree, recurses once per level too)."""
+    job, _attempts = ran
+    output = replica_output_dir("gpu-a", job.pk, 0)
+    nest(output, 1500, files_at=(2, 1400))
+    yield job, output
+    checkpoint_remove(output / "d")
+
+
+def test_a_tree_deeper_than_python_recurses_is_listed_to_a_bounded_depth(owner_client, deep_tree):
+    """A job's 1,500 nested folders ended the job page in a RecursionError (os.walk recurses
+    once per level): the walk stops ``OUTPUT_WALK_DEPTH`` levels down."""
+    job, output = deep_tree
+    listed = {f.relative_path for f in output_files(output)}
+    assert "d/d/d/at-2.pt" in listed and "metrics.json" in listed
+    assert not any(path.endswith("at-1400.pt") for path in listed)
+    response = owner_client.get(reverse("jobs:detail", args=[job.pk]))
+    assert response.status_code == 200
+    assert "d/d/d/at-2.pt" in response.content.decode()

@@ -22,8 +22,10 @@ TAIL_BLOCK_BYTES = 64 * 1024
 TAIL_READ_BYTES = 1024 * 1024
 MAX_SHOWN_LINE_CHARS = 4096
 CUT_MARK = "[… {count} characters cut] "
-# Folders and files an output listing looks at, at most.
+# Folders and files an output listing looks at, at most, and how many levels down it goes
+# (os.walk recurses per level: a job's deeper tree would end the page in a RecursionError).
 OUTPUT_WALK_ENTRIES = 2000
+OUTPUT_WALK_DEPTH = 64
 # What a node may be called: one folder name, never a path (``Node.name`` validates it too).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -180,7 +182,8 @@ def output_files(root: Path, *, limit: int = 1000) -> list[OutputFile]:
 
     A job controls what it writes there, so a link to a platform file must not
     make the web server read that file, and the walk looks at no more than
-    ``OUTPUT_WALK_ENTRIES`` folders and files however many it made.
+    ``OUTPUT_WALK_ENTRIES`` folders and files, ``OUTPUT_WALK_DEPTH`` levels down,
+    however many it made.
     """
     found: list[OutputFile] = []
     entries = 0
@@ -188,6 +191,8 @@ def output_files(root: Path, *, limit: int = 1000) -> list[OutputFile]:
         entries += 1 + len(filenames)
         if entries > OUTPUT_WALK_ENTRIES:
             break
+        if len(Path(directory).relative_to(root).parts) >= OUTPUT_WALK_DEPTH:
+            dirnames.clear()
         dirnames.sort()
         for name in sorted(filenames):
             path = Path(directory) / name
