@@ -1,6 +1,10 @@
-"""The job page's runtime panel (htmx-polled while the job runs), log and output downloads."""
+"""The job page's runtime panel (htmx-polled while the job runs), log, output and kept
+checkpoint downloads."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
 
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
@@ -12,7 +16,7 @@ from django.views.decorators.http import require_GET
 from .detail_views import job_events, page_environment, state_card_context, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
-from .execution.files import open_output_file, replica_output_dir
+from .execution.files import open_output_file, replica_checkpoint_dir, replica_output_dir
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
     PAGE_LINE_CHOICES,
@@ -120,11 +124,27 @@ def job_log_download(request: HttpRequest, pk: int, attempt_id: int) -> FileResp
 def job_output_download(
     request: HttpRequest, pk: int, replica: int, node: str, path: str
 ) -> FileResponse:
+    return _replica_file(visible_job(request, pk), replica, node, path, folder=replica_output_dir)
+
+
+@require_GET
+def job_checkpoint_download(
+    request: HttpRequest, pk: int, replica: int, node: str, path: str
+) -> FileResponse:
+    """A file of a replica's kept checkpoint; a job that does not keep it has none to give."""
     job = visible_job(request, pk)
+    if not job.keep_checkpoint:
+        raise Http404
+    return _replica_file(job, replica, node, path, folder=replica_checkpoint_dir)
+
+
+def _replica_file(
+    job: Job, replica: int, node: str, path: str, *, folder: Callable[[str, int, int], Path]
+) -> FileResponse:
+    """The regular file ``path`` in the replica's ``folder`` on a node it ran on, opened
+    without following a link (``open_output_file``); 404 for anything else."""
     ran_there = any(a.replica.index == replica and a.node.name == node for a in job_attempts(job))
-    handle = (
-        open_output_file(replica_output_dir(node, job.pk, replica), path) if ran_there else None
-    )
+    handle = open_output_file(folder(node, job.pk, replica), path) if ran_there else None
     if handle is None:
         raise Http404
     return FileResponse(handle, as_attachment=True, filename=path.rsplit("/", 1)[-1])

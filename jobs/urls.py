@@ -54,4 +54,9 @@ urlpatterns = [
         runtime_views.job_output_download,
         name="output_download",
     ),
+    path(
+        "<int:pk>/checkpoint/<int:replica>/<str:node>/<outputpath:path>",
+        runtime_views.job_checkpoint_download,
+        name="checkpoint_download",
+    ),
 ]

@@ -20,7 +20,7 @@ from accounting.services import usage_accrue
 from accounts.models import ApiToken
 from billing.accounts import account_for_user
 from billing.models import Account, Price, UsageRecord
-from jobs.execution.files import attempt_log_path, replica_output_dir
+from jobs.execution.files import attempt_log_path, replica_checkpoint_dir, replica_output_dir
 from jobs.models import Job, PersonalTemplate, Replica, ReplicaAttempt, WorkloadTemplate
 from jobs.services.personal_templates import personal_template_save
 from notifications.models import Kind, Notification
@@ -48,11 +48,17 @@ class World:
 
 
 def build_world(*, owner, member, outsider, staff, project) -> World:
-    """The job ran on ``v100-a``: its log and ``metrics.json`` are on disk (TRAINYARD_NODE_ROOT)."""
+    """The job ran on ``v100-a``: its log, ``metrics.json`` and, kept, its checkpoint's
+    ``state.pt`` are on disk (TRAINYARD_NODE_ROOT)."""
     site = build_site(project=project, billing_for=[owner, member])
     node = Node.objects.get(name="v100-a")
     job = JobFactory(
-        owner=owner, project=project, gpu_model=site.v100, state=Job.State.RUNNING, attempt=1
+        owner=owner,
+        project=project,
+        gpu_model=site.v100,
+        state=Job.State.RUNNING,
+        attempt=1,
+        keep_checkpoint=True,
     )
     replica = Replica.objects.create(job=job, index=0, node=node)
     attempt = ReplicaAttempt.objects.create(
@@ -68,6 +74,9 @@ def build_world(*, owner, member, outsider, staff, project) -> World:
     output = replica_output_dir(node.name, job.pk, 0)
     output.mkdir(parents=True)
     (output / "metrics.json").write_text("{}")
+    checkpoint = replica_checkpoint_dir(node.name, job.pk, 0)
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "state.pt").write_text("{}")
     template, _created = personal_template_save(user=owner, job=job, name="mine")
     old_token, _secret = ApiToken.issue(user=owner, name="old")
     users = dict(zip(ROLES, (None, outsider, member, owner, staff), strict=True))

@@ -69,6 +69,10 @@ PAGES: dict[str, list[Case]] = {
     "jobs/<int:pk>/outputs/<int:replica>/<str:node>/<outputpath:path>": [
         Case("GET", "/jobs/{job}/outputs/0/v100-a/metrics.json", PROJECT_ONLY)
     ],
+    # Who may see the job's outputs may download the checkpoint it keeps beside them.
+    "jobs/<int:pk>/checkpoint/<int:replica>/<str:node>/<outputpath:path>": [
+        Case("GET", "/jobs/{job}/checkpoint/0/v100-a/state.pt", PROJECT_ONLY)
+    ],
     "jobs/<int:pk>/ports/": [
         Case("POST", "/jobs/{job}/ports/", (LOGIN, 404, 302, 302, 302), {"ports": "8888"})
     ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.http import Http404
@@ -19,6 +20,7 @@ from .files import (
     log_search,
     log_tail,
     output_files,
+    replica_checkpoint_dir,
     replica_output_dir,
 )
 
@@ -65,19 +67,29 @@ class ReplicaOutputs:
     replica: int
     node: str
     files: list[OutputFile] = field(default_factory=list)
+    # A job that keeps its checkpoint: what the replica saved in ``/trainyard/checkpoint``
+    # there. None: not kept, or listed with another node's outputs (the same shared folder).
+    checkpoint: list[OutputFile] | None = None
 
 
 def job_outputs(job: Job, attempts: list[ReplicaAttempt]) -> list[ReplicaOutputs]:
-    """What each replica wrote to ``/trainyard/output``, on every node it ran on."""
+    """What each replica wrote to ``/trainyard/output``, on every node it ran on, and the
+    checkpoints the job keeps: each folder once (under a shared root, once per replica)."""
     seen: list[tuple[int, str]] = []
     for attempt in attempts:
         key = (attempt.replica.index, attempt.node.name)
         if key not in seen:
             seen.append(key)
-    return [
-        ReplicaOutputs(index, node, output_files(replica_output_dir(node, job.pk, index)))
-        for index, node in seen
-    ]
+    found = []
+    checkpoints_listed: set[Path] = set()
+    for index, node in seen:
+        outputs = ReplicaOutputs(index, node, output_files(replica_output_dir(node, job.pk, index)))
+        checkpoint = replica_checkpoint_dir(node, job.pk, index)
+        if job.keep_checkpoint and checkpoint not in checkpoints_listed:
+            checkpoints_listed.add(checkpoint)
+            outputs.checkpoint = output_files(checkpoint)
+        found.append(outputs)
+    return found
 
 
 def job_log_tail(
