@@ -193,7 +193,22 @@ MESSAGES = {
         "and nftables and runs `manage.py job_network install` as root (make run does)."
     ),
     # Slurm (jobs/execution/slurm/).
-    "slurm.queued": _("Slurm job %(id)s is waiting in Slurm's queue (%(reason)s)."),
+    "slurm.queued": _("Slurm job %(id)s is waiting in Slurm's queue: %(reason)s."),
+    # Why, as Slurm says (jobs/execution/slurm/pending.py)
+    "slurm.why.resources": _("the resources it needs are in use by other Slurm jobs"),
+    "slurm.why.priority": _("Slurm jobs of higher priority go first"),
+    "slurm.why.dependency": _("it waits for the Slurm jobs it depends on"),
+    "slurm.why.never": _("a Slurm job it depends on failed, so it can never start"),
+    "slurm.why.held_user": _("held in Slurm by a user (`scontrol release %(id)s` lets it go)"),
+    "slurm.why.held_admin": _("held in Slurm by an administrator"),
+    "slurm.why.begin": _("the start time it was given in Slurm has not come yet"),
+    "slurm.why.nodes": _("a node it needs is down, drained or reserved (%(nodes)s)"),
+    "slurm.why.partition": _("Slurm's partition is down or inactive"),
+    "slurm.why.limit": _("a Slurm limit holds it (`%(limit)s`)"),
+    "slurm.why.reservation": _("it waits for its Slurm reservation"),
+    "slurm.why.none": _("Slurm has not considered it yet"),
+    "slurm.why.launch": _("Slurm could not launch it and holds it"),
+    "slurm.why.other": _("Slurm says `%(raw)s`"),
     "slurm.ended": _("Slurm job %(id)s ended %(state)s. %(detail)s"),
     "slurm.vanished": _(
         "Slurm no longer knows the job and its replica left no exit status; "

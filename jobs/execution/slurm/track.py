@@ -47,6 +47,7 @@ from .outcome import (
     is_pending,
     max_runtime_reason,
 )
+from .pending import pending_reason
 from .replica_reports import (
     first_phase_start,
     report_ends,
@@ -194,9 +195,17 @@ def _observe(
 
 
 def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
-    reason = Reason("slurm.queued", {"id": slurm_job.job_id, "reason": slurm_job.reason or "-"})
+    """Slurm's reason, in words, and Slurm's own estimate of the start (``StartTime`` of a
+    pending job: its backfill's plan), kept as the job's expected start."""
+    why = pending_reason(slurm_job.reason, slurm_id=slurm_job.job_id)
+    reason = Reason("slurm.queued", {"id": slurm_job.job_id, "reason": why})
     if job.state == Job.State.STARTING and job.state_reason != reason.english:
         job_start_waits(job=job, reason=reason)
+    expected = slurm_job.start_time
+    if expected is not None and expected < timezone.now():
+        expected = None  # Slurm's past "start" of a job it has not started: no estimate
+    if expected != job.estimated_start:
+        Job.objects.filter(pk=job.pk, state=Job.State.STARTING).update(estimated_start=expected)
 
 
 def _enforce_stops(
