@@ -50,6 +50,7 @@ REFUSED = "refused"
 ADDRESS = "address"
 ARGS_FD = 9
 GANG_POLL_SECONDS = 0.2
+STOP_MARK = "stop.json"  # written by the platform (``slurm.submit.remember_stop``)
 # What the node's part of the runtime reads from Django's settings.
 NODE_SETTINGS = (
     "TRAINYARD_SANDBOX",
@@ -233,9 +234,22 @@ def run_script(folder: Path, plan: dict, replica_network) -> int:
     threading.Thread(
         target=watch_storage, args=(folder, plan, child.pid, done), daemon=True
     ).start()
+    threading.Thread(target=watch_stop, args=(folder, child, done), daemon=True).start()
     returncode = child.wait()
     done.set()
     return 128 - returncode if returncode < 0 else returncode
+
+
+def watch_stop(folder: Path, child: subprocess.Popen, done: threading.Event) -> None:
+    """A stop (or a preemption) is the platform's mark in the attempt folder, not Slurm's
+    signal: Slurm's TERM reaches every process of the job, the sandbox too, which kills the
+    job before its handler can save. The replica script passes this TERM to the phase's
+    processes, sparing the sandbox; the KILL after the grace is Slurm's (``scancel``)."""
+    while not done.wait(GANG_POLL_SECONDS):
+        if (folder / STOP_MARK).exists():
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGTERM)
+            return
 
 
 def watch_gang(replica_network, peers: list[Path], done: threading.Event) -> None:

@@ -6,7 +6,9 @@ try again on the next pass, so a briefly unreachable ``slurmctld`` loses
 nothing. A command that ran and was refused raises ``SlurmRefused`` with
 Slurm's message.
 
-The node list comes from ``sinfo --json`` (Slurm 21.08 and later). The job
+The node list comes from ``sinfo --json`` (Slurm 21.08 and later), with what
+Slurm has allocated on each node (``alloc_cpus``, ``alloc_memory`` in MiB and
+``gres_used`` such as ``gpu:v100:2(IDX:0-1)``, as 22.05 prints them). The job
 list comes from ``squeue --Format``: Slurm 22.05's ``--json`` prints every job
 the controller keeps, with every field (about 5 KB a job: megabytes once a few
 hundred jobs ended in the last ``MinJobAge``), whatever the filters; the plain
@@ -18,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -123,6 +126,11 @@ class SlurmNode:
     gres: str
     partitions: tuple[str, ...]
     address: str
+    # What Slurm has given to jobs on the node now, whoever's they are.
+    cpus_allocated: int = 0
+    memory_allocated_mib: int = 0
+    gpus_allocated: int = 0
+    threads_per_core: int = 1
 
 
 def run_json(tool: str, args: list[str]) -> dict:
@@ -217,11 +225,6 @@ def submit(*, argv: list[str], script: str, env: dict[str, str]) -> str:
     return output.strip().split(";")[0]
 
 
-def signal(job_ids: list[str], *, signal_name: str) -> None:
-    """Send every process of the jobs (the batch shell too) a signal."""
-    _scancel([f"--signal={signal_name}", "--full", *job_ids])
-
-
 def cancel(job_ids: list[str]) -> None:
     """End the jobs: TERM, Slurm's KillWait, then KILL."""
     _scancel(job_ids)
@@ -255,7 +258,47 @@ def _node(raw: dict) -> SlurmNode:
         gres=raw.get("gres") or "",
         partitions=tuple(raw.get("partitions") or []),
         address=raw.get("address") or raw["name"],
+        cpus_allocated=int(_number(raw.get("alloc_cpus"))),
+        memory_allocated_mib=int(_number(raw.get("alloc_memory"))),
+        gpus_allocated=sum(use.count for use in gres_used(raw.get("gres_used") or "")),
+        threads_per_core=max(1, int(_number(raw.get("threads")) or 1)),
     )
+
+
+@dataclass(frozen=True)
+class GresUse:
+    """One ``gpu`` entry of a node's ``gres_used``: its type ("" when untyped), the cards
+    in use and their device indices (empty when Slurm prints ``N/A``)."""
+
+    gpu_type: str
+    count: int
+    indices: tuple[int, ...]
+
+
+# ``gpu:v100:2(IDX:0-1)``, ``gpu:2(IDX:0,2)``, ``gpu:a100:0(IDX:N/A)``; other gres (mps,
+# shard) are not cards. An IDX list may hold commas, so entries are found, not split.
+GRES_USED = re.compile(r"(?:^|,)gpu(?::([^:,()]+))?:(\d+)(?:\(([^)]*)\))?")
+
+
+def gres_used(text: str) -> list[GresUse]:
+    """The GPU entries of ``sinfo``'s ``gres_used`` (``scontrol show node``'s ``GresUsed``)."""
+    return [
+        GresUse(gpu_type=gpu_type or "", count=int(count), indices=_indices(detail or ""))
+        for gpu_type, count, detail in GRES_USED.findall(text)
+    ]
+
+
+def _indices(detail: str) -> tuple[int, ...]:
+    """``IDX:0-1,3`` → (0, 1, 3); ``IDX:N/A`` and anything else → ()."""
+    if not detail.startswith("IDX:"):
+        return ()
+    found: list[int] = []
+    for part in detail.removeprefix("IDX:").split(","):
+        first, _sep, last = part.partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            return ()
+        found += range(int(first), int(last or first) + 1)
+    return tuple(found)
 
 
 def _first(value) -> str:

@@ -122,9 +122,9 @@ tree() {  # a process and everything under it
   for pid in $(ps -o pid= --ppid "$1" 2>/dev/null); do tree "$pid"; done
   echo "$1"
 }
-on_term() {  # Slurm's TERM (a stop, the time limit, a failed peer): passed to the whole phase
-  stopping=1
-  if [ -n "$child" ]; then kill -TERM $(tree "$child") 2>/dev/null; fi
+on_term() {  # a TERM (a stop, the time limit, a failed peer): passed to the whole phase but
+  stopping=1  # the sandbox itself ($child), whose death would kill the job before it saves
+  if [ -n "$child" ]; then kill -TERM $(tree "$child" | grep -vx "$child") 2>/dev/null; fi
 }
 run_phase() {  # phase name, then env -i and the variables; waits through USR1 and a TERM
   local name=$1 argv; shift

@@ -291,16 +291,21 @@ def _note_waiting(job_id: int, error: Exception) -> None:
 
 
 def stop_attempts(attempt_ids: list[int], *, reason: Reason, kind: str = State.STOPPED) -> None:
-    """Ask Slurm to stop these attempts: TERM now, KILL after the grace (the tracker sends it).
+    """Stop these attempts: TERM now, KILL after the grace (the tracker's ``scancel``).
 
-    Attempts not submitted yet end at once; the stop is remembered in each
-    attempt folder, so the tracking pass retries a signal Slurm did not take
-    and reports the attempt as stopped (or timed out) whatever it exits with.
+    The stop is remembered in each attempt folder: each replica's keeper sees it and
+    passes the TERM on (``keeper.watch_stop``), and the tracking pass reports the attempt
+    as stopped (or timed out) whatever it exits with. Attempts not submitted yet end at
+    once. The grace is the site's preemption grace for a preempted job, else its stop
+    grace.
     """
-    grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
-    signalled: list[str] = []
+    site = SiteSettings.load()
+    killed: list[str] = []
     for group in load_groups(attempt_ids):
         lead = group[0]
+        preempted = lead.replica.job.preempt_requested_at is not None
+        seconds = site.preempt_grace_seconds if preempted else site.stop_grace_seconds
+        grace = timedelta(seconds=seconds)
         with AttemptFolder(lead.node.name, lead.pk).lock():
             group = _reload(group)
             for attempt in group:
@@ -309,9 +314,10 @@ def stop_attempts(attempt_ids: list[int], *, reason: Reason, kind: str = State.S
                 remember_stop(attempt, kind=kind, reason=reason, grace=grace)
                 if not attempt.external_id:
                     end_unstarted(attempt, reason)
-            signalled += sorted({a.external_id for a in group if a.external_id})
-    if signalled:
-        send_stop(signalled, immediate=not grace)
+            if not grace:
+                killed += sorted({a.external_id for a in group if a.external_id})
+    if killed:
+        send_stop(killed)
 
 
 def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: Reason, grace: timedelta) -> dict:
@@ -330,20 +336,15 @@ def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: Reason, grace: 
     return stop
 
 
-def send_stop(slurm_ids: list[str], *, immediate: bool) -> bool:
-    """TERM to every process of the jobs (or cancel at once); False if Slurm did not answer."""
+def send_stop(slurm_ids: list[str]) -> bool:
+    """End the jobs at once (Slurm's KillWait between its TERM and KILL); False if Slurm
+    did not answer (the tracking pass tries again)."""
     try:
-        if immediate:
-            cli.cancel(slurm_ids)
-        else:
-            try:
-                cli.signal(slurm_ids, signal_name="TERM")
-            except cli.SlurmRefused:
-                cli.cancel(slurm_ids)  # a job still pending takes no signal; nothing runs yet
+        cli.cancel(slurm_ids)
     except cli.SlurmUnavailable as error:
         cli.log_unavailable("stopping", error)
         return False
     except cli.SlurmRefused as error:
         logger.warning("Slurm refused to stop %s: %s", slurm_ids, error)
-        return False  # the tracking pass tries again
+        return False
     return True

@@ -179,7 +179,7 @@ def _observe(
     job = group[0].replica.job
     if is_pending(slurm_job):
         if any(AttemptFolder(a.node.name, a.pk).exists("stop") for a in group):
-            send_stop([slurm_job.job_id], immediate=True)  # nothing runs yet: no grace
+            send_stop([slurm_job.job_id])  # nothing runs yet: no grace
         else:
             _note_pending(job, slurm_job)
         return
@@ -211,7 +211,7 @@ def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
 def _enforce_stops(
     group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime, grace: timedelta
 ) -> None:
-    """Retry a TERM Slurm did not take, KILL after the grace, and Trainyard's own deadline."""
+    """KILL after the grace, and Trainyard's own deadline."""
     stops = []
     for attempt in group:
         folder = AttemptFolder(attempt.node.name, attempt.pk)
@@ -225,13 +225,9 @@ def _enforce_stops(
             stops.append((folder, stop))
     if not stops:
         return
+    # The TERM is each keeper's, from the stop mark (``keeper.watch_stop``); the KILL ours.
     if any(now >= parse_time(stop["kill_at"]) for _folder, stop in stops):
-        send_stop([slurm_job.job_id], immediate=True)
-    elif not all(stop.get("signalled") for _folder, stop in stops) and send_stop(
-        [slurm_job.job_id], immediate=False
-    ):
-        for folder, stop in stops:
-            folder.write("stop", {**stop, "signalled": True})
+        send_stop([slurm_job.job_id])
 
 
 def _past_own_deadline(attempt: ReplicaAttempt, now: datetime) -> bool:
@@ -280,7 +276,7 @@ def _cancel_orphans(known: dict[str, cli.SlurmJob]) -> int:
             continue
         orphans.append(slurm_id)
     if orphans:
-        send_stop(orphans, immediate=True)
+        send_stop(orphans)
     return len(orphans)
 
 
