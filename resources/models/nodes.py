@@ -54,6 +54,20 @@ class Node(models.Model):
     cpu_allocated_milli = models.PositiveIntegerField(_("CPU allocated (millicores)"), default=0)
     memory_allocated_mib = models.PositiveBigIntegerField(_("memory allocated (MiB)"), default=0)
     storage_allocated_gib = models.PositiveIntegerField(_("storage allocated (GiB)"), default=0)
+    # What Slurm has given on this node to jobs that did not come through Trainyard (someone's
+    # own sbatch), as of the last inventory sync: Slurm's allocation less what Trainyard's own
+    # Slurm jobs hold there. Counted as taken wherever free capacity is counted; 0 off Slurm.
+    gpu_held_outside = models.PositiveIntegerField(
+        _("GPU cards held outside Trainyard"),
+        default=0,
+        help_text=_("By Slurm jobs that did not come through Trainyard, at the last sync."),
+    )
+    cpu_held_outside_milli = models.PositiveIntegerField(
+        _("CPU held outside Trainyard (millicores)"), default=0
+    )
+    memory_held_outside_mib = models.PositiveBigIntegerField(
+        _("memory held outside Trainyard (MiB)"), default=0
+    )
     state = models.CharField(_("state"), max_length=16, choices=State.choices, default=State.READY)
     state_reason = models.CharField(_("state reason"), max_length=255, blank=True)
     last_heartbeat = models.DateTimeField(_("last heartbeat"), null=True, blank=True)
@@ -110,7 +124,7 @@ class Node(models.Model):
 
     @property
     def gpu_free(self) -> int:
-        return self.gpu_count - self.gpu_allocated
+        return max(0, self.gpu_count - self.gpu_allocated - self.gpu_held_outside)
 
     @property
     def cpu_cores(self) -> float:
@@ -118,7 +132,8 @@ class Node(models.Model):
 
     @property
     def cpu_free_cores(self) -> float:
-        return (self.cpu_milli - self.cpu_allocated_milli) / MILLI_PER_CORE
+        free = self.cpu_milli - self.cpu_allocated_milli - self.cpu_held_outside_milli
+        return max(0, free) / MILLI_PER_CORE
 
     @property
     def memory_gib(self) -> float:
@@ -126,7 +141,23 @@ class Node(models.Model):
 
     @property
     def memory_free_gib(self) -> float:
-        return (self.memory_mib - self.memory_allocated_mib) / MIB_PER_GIB
+        free = self.memory_mib - self.memory_allocated_mib - self.memory_held_outside_mib
+        return max(0, free) / MIB_PER_GIB
+
+    @property
+    def held_outside(self) -> bool:
+        """Whether jobs outside Trainyard hold any of this node (Slurm's, at the last sync)."""
+        return bool(
+            self.gpu_held_outside or self.cpu_held_outside_milli or self.memory_held_outside_mib
+        )
+
+    @property
+    def cpu_held_outside_cores(self) -> float:
+        return self.cpu_held_outside_milli / MILLI_PER_CORE
+
+    @property
+    def memory_held_outside_gib(self) -> float:
+        return self.memory_held_outside_mib / MIB_PER_GIB
 
 
 class GpuCard(models.Model):

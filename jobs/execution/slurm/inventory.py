@@ -5,7 +5,9 @@ partitions) and whether it takes work. A node Slurm drains or marks down stops
 receiving Trainyard work; it comes back when Slurm says so, unless a Trainyard
 admin had drained it (their reason does not start with ``Slurm:``, and stands).
 GPU types map to GPU models through ``SlurmGpuType`` rows (admin-editable); a
-type with no row maps by model name, and that match is saved as a row.
+type with no row maps by model name, and that match is saved as a row. Each node
+also records what jobs outside Trainyard hold there (``held_outside``); a change
+asks for a scheduling pass like any other.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from resources.models import MIB_PER_GIB, MILLI_PER_CORE, GpuModel, Node, SlurmG
 from resources.services import node_sync_cards
 
 from . import cli
+from .held_outside import Held, held_outside, trainyard_replicas
 
 # Marks a node state set by this sync (not by an admin); Slurm's words follow it.
 SLURM_REASON_PREFIX = "Slurm: "
@@ -30,6 +33,7 @@ GPU_GRES = re.compile(r"(?:^|,)gpu:(?:([^:,()]+):)?(\d+)")
 DOWN_STATES = {"down", "unknown", "future", "fail", "failing"}
 DOWN_FLAGS = {"FAIL", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN", "REBOOT_ISSUED"}
 DRAIN_FLAGS = {"DRAIN", "DRAINED", "DRAINING", "MAINTENANCE", "RESERVED", "NOT_RESPONDING"}
+HELD_OUTSIDE_FIELDS = {"gpu_held_outside", "cpu_held_outside_milli", "memory_held_outside_mib"}
 Ready, Draining, Down = Node.State.READY, Node.State.DRAINING, Node.State.DOWN
 
 
@@ -38,6 +42,7 @@ class SyncReport:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)  # no longer in Slurm (or its partition)
+    held_outside: list[str] = field(default_factory=list)  # what others' jobs hold changed
     skipped: dict[str, str] = field(default_factory=dict)
 
 
@@ -56,17 +61,21 @@ def inventory_sync() -> SyncReport:
     report = SyncReport()
     partition = settings.TRAINYARD_SLURM_PARTITION
     seen = [n for n in cli.nodes() if not partition or partition in n.partitions]
+    # After sinfo: a job of ours that Slurm starts in between counts as ours, never as
+    # someone else's.
+    ours = trainyard_replicas()
     changed = False
     for slurm_node in seen:
-        changed |= _sync(slurm_node, report)
+        outside = held_outside(slurm_node, ours.get(slurm_node.name, []))
+        changed |= _sync(slurm_node, outside, report)
     changed |= _retire_missing({n.name for n in seen}, report)
     if changed:
         schedule_soon()
     return report
 
 
-def _sync(slurm_node: cli.SlurmNode, report: SyncReport) -> bool:
-    wanted = wanted_for(slurm_node)
+def _sync(slurm_node: cli.SlurmNode, outside: Held, report: SyncReport) -> bool:
+    wanted = wanted_for(slurm_node, outside)
     with transaction.atomic():
         node = Node.objects.select_for_update().filter(name=slurm_node.name).first()
         if node is not None and not node.from_slurm:
@@ -108,8 +117,19 @@ def _update(node: Node, wanted: Wanted, report: SyncReport) -> bool:
         setattr(node, name, value)
     if {"gpu_model", "gpu_count"} & set(changes):
         node_sync_cards(node=node)
-    report.updated.append(node.name)
+    if set(changes) - HELD_OUTSIDE_FIELDS:
+        report.updated.append(node.name)
+    if set(changes) & HELD_OUTSIDE_FIELDS:
+        report.held_outside.append(node.name)
     return True
+
+
+def held_outside_fields(outside: Held) -> dict[str, int]:
+    return {
+        "gpu_held_outside": outside.gpus,
+        "cpu_held_outside_milli": outside.cpu_milli,
+        "memory_held_outside_mib": outside.memory_mib,
+    }
 
 
 def _next_state(node: Node, wanted: Wanted) -> tuple[str, str]:
@@ -119,7 +139,7 @@ def _next_state(node: Node, wanted: Wanted) -> tuple[str, str]:
     return wanted.state, wanted.reason
 
 
-def wanted_for(slurm_node: cli.SlurmNode) -> Wanted:
+def wanted_for(slurm_node: cli.SlurmNode, outside: Held) -> Wanted:
     state, reason = slurm_state(slurm_node)
     gpu_model, gpu_count, gpu_problem = _gpus(slurm_node.gres)
     if gpu_problem and state == Ready:
@@ -131,6 +151,7 @@ def wanted_for(slurm_node: cli.SlurmNode) -> Wanted:
         "gpu_model": gpu_model,
         "gpu_count": gpu_count,
         "slurm_partitions": ",".join(slurm_node.partitions)[:255],
+        **held_outside_fields(outside),
     }
     if slurm_node.tmp_disk_mib:
         fields["storage_gib"] = slurm_node.tmp_disk_mib // MIB_PER_GIB

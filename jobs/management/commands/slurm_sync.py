@@ -18,6 +18,7 @@ class Command(BaseCommand):
             ("created", report.created),
             ("updated", report.updated),
             ("no longer in Slurm", report.left),
+            ("held outside Trainyard changed", report.held_outside),
         ]:
             self.stdout.write(f"{label}: {', '.join(names) or '-'}")
         for name, why in report.skipped.items():

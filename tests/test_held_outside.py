@@ -1,0 +1,133 @@
+"""What jobs outside Trainyard hold on Slurm nodes: read from Slurm, recorded per node, and
+counted as taken by the scheduler, the free panel and the resources page (no cluster here;
+tests/test_slurm_held_outside.py runs it on the real one)."""
+
+import pytest
+
+from jobs.execution.slurm import cli
+from jobs.execution.slurm.held_outside import Held, held_outside, trainyard_replicas
+from jobs.execution.slurm.inventory import inventory_sync
+from jobs.lifecycle.pass_requests import request_pass
+from resources.models import Node
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
+
+pytestmark = pytest.mark.django_db
+GIB = 1024
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("gpu:v100:2(IDX:0-1)", [cli.GresUse("v100", 2, (0, 1))]),
+        ("gpu:v100:0(IDX:N/A)", [cli.GresUse("v100", 0, ())]),
+        ("gpu:2(IDX:0,2)", [cli.GresUse("", 2, (0, 2))]),
+        ("gpu:v100:3(IDX:0-1,3)", [cli.GresUse("v100", 3, (0, 1, 3))]),
+        ("gpu:3090:1(IDX:1)", [cli.GresUse("3090", 1, (1,))]),
+        ("gpu:v100:2", [cli.GresUse("v100", 2, ())]),
+        (
+            "gpu:v100:1(IDX:3),gpu:a100:2(IDX:0,1)",
+            [cli.GresUse("v100", 1, (3,)), cli.GresUse("a100", 2, (0, 1))],
+        ),
+        ("mps:v100:50(IDX:0),gpu:v100:1(IDX:1),shard:2(IDX:1)", [cli.GresUse("v100", 1, (1,))]),
+        ("", []),
+        ("(null)", []),
+    ],
+)
+def test_gres_used_gives_the_cards_in_use(text, expected):
+    assert cli.gres_used(text) == expected
+
+
+SINFO_NODE = {
+    "name": "gpu01",
+    "state": "mixed",
+    "state_flags": [],
+    "cpus": 48,
+    "real_memory": 229376,
+    "temporary_disk": 0,
+    "gres": "gpu:v100:4",
+    "partitions": ["trainyard"],
+    "address": "127.0.0.1",
+    "threads": 1,
+    # Slurm 22.05's sinfo --json, as the dev cluster prints it with a 3-CPU 2-card job.
+    "alloc_cpus": 3,
+    "alloc_memory": 2000,
+    "gres_used": "gpu:v100:2(IDX:0-1)",
+}
+
+
+def slurm_node(**changes) -> cli.SlurmNode:
+    return cli._node({**SINFO_NODE, **changes})
+
+
+def test_sinfo_json_gives_what_slurm_has_allocated_on_the_node():
+    node = slurm_node()
+    assert (node.cpus_allocated, node.memory_allocated_mib, node.gpus_allocated) == (3, 2000, 2)
+    idle = slurm_node(alloc_cpus=0, alloc_memory=0, gres_used="gpu:v100:0(IDX:N/A)")
+    assert (idle.cpus_allocated, idle.memory_allocated_mib, idle.gpus_allocated) == (0, 0, 0)
+
+
+def test_held_outside_is_slurms_allocation_less_trainyards_own():
+    node = slurm_node(alloc_cpus=10, alloc_memory=20_000, gres_used="gpu:v100:3(IDX:0-2)")
+    assert held_outside(node, []) == Held(10_000, 20_000, 3)
+    # A Trainyard replica of 1.5 cores holds 2 CPUs in Slurm (sbatch asks for whole CPUs).
+    assert held_outside(node, [Held(1_500, 4_096, 1)]) == Held(8_000, 15_904, 2)
+
+
+def test_held_outside_rounds_trainyards_cpus_up_to_whole_cores():
+    node = slurm_node(alloc_cpus=6, threads=2)
+    # 3 CPUs asked on a node of 2 threads per core: Slurm gives 2 cores, 4 CPUs.
+    assert held_outside(node, [Held(3_000, 0, 0)]).cpu_milli == 2_000
+
+
+def test_held_outside_is_never_below_zero():
+    # A Trainyard job Slurm had not counted yet when sinfo answered.
+    node = slurm_node(alloc_cpus=2, alloc_memory=1_000, gres_used="gpu:v100:1(IDX:0)")
+    assert held_outside(node, [Held(4_000, 8_000, 2)]) == Held(0, 0, 0)
+
+
+def squeue(**states: str):
+    """``cli.jobs`` answering these Slurm job ids in these states."""
+
+    def jobs(*, name_prefix: str) -> dict[str, cli.SlurmJob]:
+        return {
+            job_id: cli.SlurmJob(job_id, f"{name_prefix}x", state, "", None, None, None, "")
+            for job_id, state in states.items()
+        }
+
+    return jobs
+
+
+def test_trainyard_holds_only_what_slurm_has_started_of_its_jobs(monkeypatch):
+    v100 = GpuModelFactory(name="V100")
+    node = NodeFactory(name="gpu01", gpu_model=v100, executor="slurm", from_slurm=True)
+    running = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=3_000, memory_mib=4_096)
+    pending = JobFactory(gpu_model=v100, gpu_count=1)
+    ReplicaAttemptFactory(replica__job=running, replica__node=node, external_id="11")
+    ReplicaAttemptFactory(replica__job=pending, replica__node=node, external_id="12")
+    monkeypatch.setattr(cli, "jobs", squeue(**{"11": "RUNNING", "12": "PENDING"}))
+    # The pending one holds nothing in Slurm: it never hides the use that keeps it pending.
+    assert trainyard_replicas() == {"gpu01": [Held(3_000, 4_096, 2)]}
+
+
+def test_sync_records_held_outside_and_asks_for_a_pass_when_it_changes(
+    monkeypatch, settings, django_capture_on_commit_callbacks
+):
+    GpuModelFactory(name="V100")
+    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
+    monkeypatch.setattr(cli, "jobs", squeue())
+    monkeypatch.setattr(cli, "nodes", lambda: [slurm_node()])
+    inventory_sync()
+    node = Node.objects.get(name="gpu01")
+    held = (node.gpu_held_outside, node.cpu_held_outside_milli, node.memory_held_outside_mib)
+    assert held == (2, 3_000, 2_000)
+
+    monkeypatch.setattr(cli, "nodes", lambda: [slurm_node(gres_used="gpu:v100:3(IDX:0-2)")])
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = inventory_sync()
+    assert (report.held_outside, report.updated) == (["gpu01"], [])
+    assert request_pass in callbacks
+    assert Node.objects.get(name="gpu01").gpu_held_outside == 3
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = inventory_sync()
+    assert report.held_outside == [] and request_pass not in callbacks
