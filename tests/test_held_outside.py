@@ -8,8 +8,12 @@ from jobs.execution.slurm import cli
 from jobs.execution.slurm.held_outside import Held, held_outside, trainyard_replicas
 from jobs.execution.slurm.inventory import inventory_sync
 from jobs.lifecycle.pass_requests import request_pass
+from jobs.models import Job, Replica
+from jobs.scheduler import run_pass
+from jobs.scheduler.cluster import Cluster
 from resources.models import Node
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
+from tests.scheduling import assert_invariants, fresh
 
 pytestmark = pytest.mark.django_db
 GIB = 1024
@@ -131,3 +135,47 @@ def test_sync_records_held_outside_and_asks_for_a_pass_when_it_changes(
     with django_capture_on_commit_callbacks() as callbacks:
         report = inventory_sync()
     assert report.held_outside == [] and request_pass not in callbacks
+
+
+@pytest.fixture
+def v100():
+    return GpuModelFactory(name="V100")
+
+
+def slurm_gpu_node(v100, **held) -> Node:
+    node = NodeFactory(
+        name="gpu01", gpu_model=v100, gpu_count=4, cpu_milli=48_000, memory_mib=224 * GIB
+    )
+    Node.objects.filter(pk=node.pk).update(executor="slurm", from_slurm=True, **held)
+    node.refresh_from_db()
+    return node
+
+
+def test_the_pass_takes_the_cards_held_outside_from_the_highest_free_ones(v100):
+    node = slurm_gpu_node(
+        v100, gpu_held_outside=2, cpu_held_outside_milli=8_000, memory_held_outside_mib=16 * GIB
+    )
+    [state] = Cluster.load().nodes.values()
+    assert state.whole_free == 2
+    assert [state.cards[i].compute_free for i in range(4)] == [100, 100, 0, 0]
+    assert (state.cpu_free, state.memory_free) == (40_000, 208 * GIB)
+
+    three = JobFactory(gpu_model=v100, gpu_count=3, cpu_milli=3_000, memory_mib=GIB)
+    two = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=2_000, memory_mib=GIB)
+    run_pass()
+    assert fresh(three).state == Job.State.RESOURCE_WAIT
+    assert fresh(three).state_reason.startswith(
+        "Waiting for resources: needs a node with 3 free V100 cards; none has them"
+    )
+    assert Replica.objects.get(job=two).card_indices == [0, 1]
+    assert_invariants()
+    node.refresh_from_db()
+    assert node.gpu_allocated == 2
+
+
+def test_cpu_and_memory_held_outside_keep_a_job_waiting(v100):
+    slurm_gpu_node(v100, cpu_held_outside_milli=46_000)
+    job = JobFactory(gpu_model=v100, gpu_count=1, cpu_milli=4_000, memory_mib=GIB)
+    run_pass()
+    assert fresh(job).state == Job.State.RESOURCE_WAIT
+    assert "4 free CPU cores" in fresh(job).state_reason

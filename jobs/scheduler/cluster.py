@@ -126,6 +126,15 @@ def typical_of(requests: Iterable) -> Typical:
     )
 
 
+def take_held_outside(node: NodeState, count: int) -> None:
+    """Mark ``count`` wholly free cards taken by jobs outside Trainyard: the highest
+    indices, since on a Slurm node Trainyard's card indices are nominal (Slurm picks
+    the devices), so which ones does not matter, only how many are left."""
+    free = sorted((c for c in node.cards.values() if c.whole_free), key=lambda c: -c.index)
+    for card in free[:count]:
+        card.compute_free, card.memory_free_mib = 0, 0
+
+
 class Cluster:
     """Ready nodes with indexes for best-fit search; ``allocate`` keeps them current."""
 
@@ -159,25 +168,33 @@ class Cluster:
             "name",
             "gpu_model__name",
             "gpu_count",
+            "gpu_held_outside",
             "cpu_milli",
             "cpu_allocated_milli",
+            "cpu_held_outside_milli",
             "memory_mib",
             "memory_allocated_mib",
+            "memory_held_outside_mib",
             "storage_gib",
             "storage_allocated_gib",
+            named=True,
         )
-        nodes, gpu_counts = [], {}
+        nodes, gpu_counts, held_outside = [], {}, {}
         for row in rows:
-            pk, name, model, count, cpu, cpu_used, memory, memory_used, storage, storage_used = row
-            gpu_counts[pk] = count
+            gpu_counts[row.pk], held_outside[row.pk] = row.gpu_count, row.gpu_held_outside
+            # What jobs outside Trainyard hold (Slurm's, at the last sync) is taken. Not
+            # floored at 0: a Trainyard job that Slurm keeps pending is in both, and the
+            # forecast gives back only what Trainyard holds.
+            cpu_free = row.cpu_milli - row.cpu_allocated_milli - row.cpu_held_outside_milli
+            memory_free = row.memory_mib - row.memory_allocated_mib - row.memory_held_outside_mib
             nodes.append(
                 NodeState(
-                    pk=pk,
-                    name=name,
-                    model=model if count else None,
-                    cpu_free=cpu - cpu_used,
-                    memory_free=memory - memory_used,
-                    storage_free=storage - storage_used,
+                    pk=row.pk,
+                    name=row.name,
+                    model=row.gpu_model__name if row.gpu_count else None,
+                    cpu_free=cpu_free,
+                    memory_free=memory_free,
+                    storage_free=row.storage_gib - row.storage_allocated_gib,
                 )
             )
         by_pk = {node.pk: node for node in nodes}
@@ -196,6 +213,9 @@ class Cluster:
                     index, pk, memory, FULL_CARD_PERCENT - compute_used, memory - memory_used
                 )
                 by_pk[node_pk].cards[index] = card
+        for node_pk, count in held_outside.items():
+            if count:
+                take_held_outside(by_pk[node_pk], count)
         return cls(nodes, catalog)
 
     def models_of(self, requested: str | None) -> tuple[str | None, ...] | None:
