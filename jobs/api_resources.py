@@ -87,6 +87,11 @@ class GpuModelFreeOut(Schema):
     aggregated: bool
     supports_vgpu: bool
     free_vgpu_compute_percent: int
+    held_outside_cards: int = Field(
+        0,
+        description="Cards that Slurm gave to jobs outside Trainyard (counted as taken, "
+        "not free), at the last sync",
+    )
     available_to_you: bool = Field(..., description="Whether your account may use this model")
     not_available_reason: str | None = Field(
         None, description="Why not (the reason submit gives); null when it may"
@@ -98,9 +103,15 @@ class CpuFreeOut(Schema):
     free_cores: float
     total_cores: float
     largest_free_cores_on_one_node: float
+    held_outside_cores: float = Field(
+        0, description="CPU cores held by Slurm jobs outside Trainyard (not free)"
+    )
     free_memory_gib: float
     total_memory_gib: float
     largest_free_memory_gib_on_one_node: float
+    held_outside_memory_gib: float = Field(
+        0, description="Memory held by Slurm jobs outside Trainyard (not free)"
+    )
 
 
 class QuotaEntryOut(Schema):

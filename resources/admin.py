@@ -121,6 +121,9 @@ class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "cpu_allocated",
         "memory_allocated",
         "storage_allocated_gib",
+        "gpu_held_outside",
+        "cpu_held_outside",
+        "memory_held_outside",
         "last_heartbeat",
         "from_slurm",
         "sandboxed",
@@ -156,6 +159,14 @@ class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
     def memory_allocated(self, node: Node):
         return exact_gib(node.memory_allocated_mib)
 
+    @admin.display(description=_("CPU held outside Trainyard (cores)"))
+    def cpu_held_outside(self, node: Node):
+        return milli_to_cores(node.cpu_held_outside_milli)
+
+    @admin.display(description=_("memory held outside Trainyard (GiB)"))
+    def memory_held_outside(self, node: Node):
+        return exact_gib(node.memory_held_outside_mib)
+
     def get_readonly_fields(self, request: HttpRequest, obj: Node | None = None) -> list:
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and obj.from_slurm:
@@ -165,9 +176,10 @@ class NodeAdmin(UnitFieldsMixin, admin.ModelAdmin):
         return fields
 
     def get_exclude(self, request: HttpRequest, obj: Node | None = None) -> list[str]:
-        # What is allocated is the scheduler's, shown read-only in cores and GiB; so are a
-        # Slurm node's CPU and memory.
+        # What is allocated is the scheduler's, and what is held outside Trainyard the Slurm
+        # sync's, shown read-only in cores and GiB; so are a Slurm node's CPU and memory.
         excluded = ["cpu_allocated_milli", "memory_allocated_mib"]
+        excluded += ["cpu_held_outside_milli", "memory_held_outside_mib"]
         if obj is not None and obj.from_slurm:
             excluded += ["cpu_milli", "memory_mib"]
         return excluded

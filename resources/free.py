@@ -6,6 +6,8 @@ number of queries whatever the number of nodes: the per-node figures are
 grouped in the database and folded per model in Python. The user's own free
 quota is added when the panel is shown, since it differs per user
 (``jobs.free_panel`` gathers what the user's jobs hold and billing's refusals).
+What jobs outside Trainyard hold on a Slurm node (``Node.*_held_outside*``) is
+counted as taken, and shown apart (``held_outside_*``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections import defaultdict
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Count, F, Max, Q, Sum, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from .models import MIB_PER_GIB, MILLI_PER_CORE, FreeResourceSnapshot, GpuCard, GpuModel, Node
@@ -70,11 +73,12 @@ def free_panel(
 
 
 def _per_node_cards() -> list[dict]:
-    """One row per ready node with cards: its model, total and wholly free cards."""
+    """One row per ready node with cards: its model, total and wholly free cards, and the
+    cards jobs outside Trainyard hold there (Slurm's, at the last sync)."""
     free_card = Q(compute_allocated_percent=0, memory_allocated_mib=0)
     return list(
         GpuCard.objects.filter(node__state=Node.State.READY)
-        .values("node_id", "node__gpu_model_id")
+        .values("node_id", "node__gpu_model_id", "node__gpu_held_outside")
         .annotate(
             total=Count("pk"),
             free=Count("pk", filter=free_card),
@@ -86,15 +90,26 @@ def _per_node_cards() -> list[dict]:
 
 def _gpu_models_free() -> list[dict]:
     by_model: dict[int, dict] = defaultdict(
-        lambda: {"total": 0, "free": 0, "largest": 0, "nodes": 0, "free_compute": 0}
+        lambda: {
+            "total": 0,
+            "free": 0,
+            "largest": 0,
+            "nodes": 0,
+            "free_compute": 0,
+            "held_outside": 0,
+        }
     )
     for row in _per_node_cards():
         figures = by_model[row["node__gpu_model_id"]]
+        # Cards held outside Trainyard are taken from its free ones, whole.
+        taken = min(row["node__gpu_held_outside"], row["free"])
+        free = row["free"] - taken
         figures["total"] += row["total"]
-        figures["free"] += row["free"]
-        figures["largest"] = max(figures["largest"], row["free"])
+        figures["free"] += free
+        figures["largest"] = max(figures["largest"], free)
         figures["nodes"] += 1
-        figures["free_compute"] += row["free_compute"] or 0
+        figures["free_compute"] += (row["free_compute"] or 0) - 100 * taken
+        figures["held_outside"] += row["node__gpu_held_outside"]
     models = GpuModel.objects.prefetch_related("members").order_by("name")
     return [_model_entry(model, by_model) for model in models]
 
@@ -112,27 +127,37 @@ def _model_entry(model: GpuModel, by_model: dict[int, dict]) -> dict:
         "aggregated": model.is_aggregated,
         "supports_vgpu": model.supports_vgpu,
         "free_vgpu_compute_percent": sum(p["free_compute"] for p in parts),
+        "held_outside_cards": sum(p["held_outside"] for p in parts),
     }
 
 
 def _cpu_free() -> dict:
+    # What jobs outside Trainyard hold (Slurm's, at the last sync) is not free either.
+    cpu_free = Greatest(F("cpu_milli") - F("cpu_allocated_milli") - F("cpu_held_outside_milli"), 0)
+    memory_free = Greatest(
+        F("memory_mib") - F("memory_allocated_mib") - F("memory_held_outside_mib"), 0
+    )
     totals = Node.objects.filter(state=Node.State.READY).aggregate(
         nodes=Count("pk"),
         cpu_total=Sum("cpu_milli"),
-        cpu_free=Sum(F("cpu_milli") - F("cpu_allocated_milli")),
-        cpu_largest=Max(F("cpu_milli") - F("cpu_allocated_milli")),
+        cpu_free=Sum(cpu_free),
+        cpu_largest=Max(cpu_free),
+        cpu_held_outside=Sum("cpu_held_outside_milli"),
         memory_total=Sum("memory_mib"),
-        memory_free=Sum(F("memory_mib") - F("memory_allocated_mib")),
-        memory_largest=Max(F("memory_mib") - F("memory_allocated_mib")),
+        memory_free=Sum(memory_free),
+        memory_largest=Max(memory_free),
+        memory_held_outside=Sum("memory_held_outside_mib"),
     )
     return {
         "nodes": totals["nodes"],
         "free_cores": _cores(totals["cpu_free"]),
         "total_cores": _cores(totals["cpu_total"]),
         "largest_free_cores_on_one_node": _cores(totals["cpu_largest"]),
+        "held_outside_cores": _cores(totals["cpu_held_outside"]),
         "free_memory_gib": _gib(totals["memory_free"]),
         "total_memory_gib": _gib(totals["memory_total"]),
         "largest_free_memory_gib_on_one_node": _gib(totals["memory_largest"]),
+        "held_outside_memory_gib": _gib(totals["memory_held_outside"]),
     }
 
 

@@ -3,14 +3,17 @@ counted as taken by the scheduler, the free panel and the resources page (no clu
 tests/test_slurm_held_outside.py runs it on the real one)."""
 
 import pytest
+from django.urls import reverse
 
 from jobs.execution.slurm import cli
 from jobs.execution.slurm.held_outside import Held, held_outside, trainyard_replicas
 from jobs.execution.slurm.inventory import inventory_sync
+from jobs.free_panel import free_panel
 from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, Replica
 from jobs.scheduler import run_pass
 from jobs.scheduler.cluster import Cluster
+from resources.free import free_resources_refresh
 from resources.models import Node
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
 from tests.scheduling import assert_invariants, fresh
@@ -179,3 +182,63 @@ def test_cpu_and_memory_held_outside_keep_a_job_waiting(v100):
     run_pass()
     assert fresh(job).state == Job.State.RESOURCE_WAIT
     assert "4 free CPU cores" in fresh(job).state_reason
+
+
+def test_free_panel_counts_what_is_held_outside_as_taken(v100, owner):
+    slurm_gpu_node(
+        v100, gpu_held_outside=3, cpu_held_outside_milli=6_000, memory_held_outside_mib=8 * GIB
+    )
+    NodeFactory(name="gpu02", gpu_model=v100, gpu_count=2, cpu_milli=24_000, memory_mib=64 * GIB)
+    panel = free_panel(user=owner, snapshot=free_resources_refresh())
+    [row] = [row for row in panel["gpu_models"] if row["name"] == "V100"]
+    assert (row["free_cards"], row["total_cards"], row["largest_free_on_one_node"]) == (3, 6, 2)
+    assert row["held_outside_cards"] == 3
+    assert row["free_vgpu_compute_percent"] == 300
+    cpu = panel["cpu"]
+    assert (cpu["free_cores"], cpu["largest_free_cores_on_one_node"]) == (66, 42)
+    assert (cpu["held_outside_cores"], cpu["held_outside_memory_gib"]) == (6, 8)
+    assert cpu["free_memory_gib"] == 224 + 64 - 8
+
+
+def test_api_free_resources_says_what_is_held_outside(v100, owner_client):
+    slurm_gpu_node(v100, gpu_held_outside=1, cpu_held_outside_milli=2_000)
+    free_resources_refresh()
+    data = owner_client.get("/api/v1/resources/free").json()
+    [row] = [row for row in data["gpu_models"] if row["name"] == "V100"]
+    assert (row["free_cards"], row["held_outside_cards"]) == (3, 1)
+    assert data["cpu"]["held_outside_cores"] == 2
+
+
+def test_resources_page_shows_what_jobs_outside_trainyard_hold(v100, owner_client):
+    slurm_gpu_node(
+        v100, gpu_held_outside=3, cpu_held_outside_milli=6_000, memory_held_outside_mib=8 * GIB
+    )
+    NodeFactory(name="gpu02", gpu_model=v100, gpu_count=2)
+    free_resources_refresh()
+    html = owner_client.get(reverse("resources:overview")).content.decode()
+    assert "Held by jobs outside Trainyard" in html
+    gpu01 = html[html.index("<td>gpu01</td>") :].split("</tr>")[0]
+    assert "<td>1 / 4</td>" in gpu01
+    assert "3 cards, 6 cores, 8 GiB" in gpu01
+    gpu02 = html[html.index("<td>gpu02</td>") :].split("</tr>")[0]
+    assert '<td class="held-outside">—</td>' in gpu02
+    assert "(3 held by jobs outside Trainyard)" in html  # the free panel's V100 row
+    assert "6 held by jobs outside Trainyard" in html  # its CPU line
+
+    owner_client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
+    html = owner_client.get(reverse("resources:overview")).content.decode()
+    assert "Trainyard 以外的任务占用" in html
+    assert "3 张卡、6 核、8 GiB" in html
+    assert "（其中 3 张由 Trainyard 以外的任务占用）" in html
+
+
+def test_admin_sees_what_is_held_outside_on_a_slurm_node(v100, admin_client_):
+    node = slurm_gpu_node(
+        v100, gpu_held_outside=2, cpu_held_outside_milli=3_000, memory_held_outside_mib=2_048
+    )
+    page = admin_client_.get(reverse("admin:resources_node_change", args=[node.pk]))
+    html = page.content.decode()
+    for label in ("GPU cards held outside", "CPU held outside", "Memory held outside"):
+        assert label in html
+    assert 'name="gpu_held_outside"' not in html  # the sync's, read-only
+    assert 'name="cpu_held_outside_milli"' not in html
