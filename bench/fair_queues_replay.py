@@ -332,7 +332,9 @@ class Replay:
     def note_light_wait(self, job: SimJob, wait: float) -> None:
         """A light user's job that arrived behind a heavy user's 200 or more queued jobs."""
         if job.behind_heavy >= BEHIND_HEAVY:
-            self.outcome.light_behind.append((wait, job.duration, job.quota_waited))
+            self.outcome.light_behind.append(
+                (wait, job.duration, job.quota_waited, frozenset(job.waited_on))
+            )
 
     def finish(self, now: float) -> None:
         for job in list(self.running.values()):

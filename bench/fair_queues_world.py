@@ -66,9 +66,9 @@ class Outcome:
     slowest_pass: float = 0.0
     slowest_queue: int = 0
     wall: float = 0.0
-    # (wait, run time, held by its own quota) of light users' jobs that arrived behind a
-    # heavy user's 200+ queued jobs
-    light_behind: list[tuple[float, int, bool]] = field(default_factory=list)
+    # (wait, run time, held by its own quota, the reasons it waited for) of light users'
+    # jobs that arrived behind a heavy user's 200+ queued jobs
+    light_behind: list[tuple[float, int, bool, frozenset]] = field(default_factory=list)
     # (wait, the reasons it waited for) of jobs their owner's quota never held back
     within_quota: list[tuple[float, set[str]]] = field(default_factory=list)
 
