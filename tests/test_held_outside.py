@@ -4,6 +4,7 @@ tests/test_slurm_held_outside.py runs it on the real one)."""
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from jobs.execution.slurm import cli
 from jobs.execution.slurm.held_outside import Held, held_outside, trainyard_replicas
@@ -182,6 +183,18 @@ def test_cpu_and_memory_held_outside_keep_a_job_waiting(v100):
     run_pass()
     assert fresh(job).state == Job.State.RESOURCE_WAIT
     assert "4 free CPU cores" in fresh(job).state_reason
+
+
+def test_a_job_that_waits_on_cards_held_outside_trainyard_says_so(v100):
+    slurm_gpu_node(v100, gpu_held_outside=3)
+    job = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=2_000, memory_mib=GIB)
+    run_pass()
+    assert fresh(job).state_reason == (
+        "Waiting for resources: needs a node with 2 free V100 cards; none has them; "
+        "jobs outside Trainyard hold 3 V100 cards on those nodes"
+    )
+    with translation.override("zh-hans"):
+        assert "Trainyard 之外的任务占用" in fresh(job).reason_text
 
 
 def test_free_panel_counts_what_is_held_outside_as_taken(v100, owner):
