@@ -106,6 +106,10 @@ EXAMPLES = {
     "image.broken": {"image": "CUDA12", "error": "—"},
     "image.node": {"node": "p4-03", "image": "CUDA12", "error": "—"},
     "isolation": {"node": "p4-03", "problem": "—"},
+    "wait.outside": {
+        "reason": {"code": "wait.node", "params": {"what": _CARDS}},
+        "cards": _CARDS,
+    },
     "slurm.queued": {"id": 42, "reason": {"code": "slurm.why.resources", "params": {}}},
     "slurm.why.resources": {},
     "slurm.why.priority": {},

@@ -55,6 +55,7 @@ MESSAGES = {
     ),
     "wait.no_model": _("Waiting for resources: no ready node has %(model)s cards"),
     "wait.node": _("Waiting for resources: needs a node with %(what)s; none has them"),
+    "wait.outside": _("%(reason)s; jobs outside Trainyard hold %(cards)s on those nodes"),
     "wait.nodes_none": _(
         "Waiting for resources: needs %(nodes)s nodes with %(what)s; none has them"
     ),

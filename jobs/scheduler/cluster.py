@@ -143,6 +143,7 @@ class Cluster:
     ) -> None:
         self.catalog = catalog
         self.typical = typical or Typical()
+        self.held_outside: dict[int, int] = {}  # node -> cards Slurm jobs not ours hold
         for node in nodes:
             node.whole_free = sum(card.whole_free for card in node.cards.values())
             node.compute_free = sum(card.compute_free for card in node.cards.values())
@@ -216,7 +217,9 @@ class Cluster:
         for node_pk, count in held_outside.items():
             if count:
                 take_held_outside(by_pk[node_pk], count)
-        return cls(nodes, catalog)
+        cluster = cls(nodes, catalog)
+        cluster.held_outside = {pk: count for pk, count in held_outside.items() if count}
+        return cluster
 
     def models_of(self, requested: str | None) -> tuple[str | None, ...] | None:
         """The node models that may serve a request (None: any node, for CPU jobs)."""

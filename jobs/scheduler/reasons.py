@@ -120,7 +120,12 @@ class ResourceReasons:
             count = 0
             if shape.replicas > 1:
                 count = sum(1 for node in free.nodes if fit_on_node(node, shape))
-        return _needs(shape.replicas, what, count)
+        reason = _needs(shape.replicas, what, count)
+        outside = sum(self.cluster.held_outside.get(node.pk, 0) for node in free.nodes)
+        if outside and shape.gpu_count:
+            cards = Reason("amount.cards", {"count": outside, "model": requested})
+            return Reason("wait.outside", {"reason": reason, "cards": cards})
+        return reason
 
     def _free_amounts(self, shape: Shape) -> _FreeAmounts:
         if shape.models not in self._free:
