@@ -178,4 +178,3 @@ def test_a_shared_checkpoint_root_is_listed_once_per_replica(
 def test_the_heading_reads_in_chinese(owner_client, kept):
     owner_client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
     assert '<h5 class="checkpoint-title">检查点</h5>' in page(owner_client, kept)
-
