@@ -19,12 +19,12 @@ from tests.test_slurm_run import WAIT, gpu_job
 pytestmark = pytest.mark.integration
 
 
-def foreign_job(slurm, node_name: str, minutes: int) -> str:
+def foreign_job(slurm, node_name: str, minutes: int, nice: int = 0) -> str:
     """A plain ``sbatch`` of someone else's, holding ``node_name`` whole."""
     env = {"PATH": os.defpath, "SLURM_CONF": str(slurm.cluster.conf)}
     argv = ["sbatch", "--parsable", "--partition=trainyard", f"--nodelist={node_name}"]
     argv += ["--exclusive", f"--time={minutes}", "--job-name=someone-else", "--output=/dev/null"]
-    argv += ["--wrap=sleep 600"]
+    argv += [f"--nice={nice}", "--wrap=sleep 600"]
     output = subprocess.run(argv, capture_output=True, text=True, env=env, check=True).stdout
     return output.strip().split(";")[0]
 
@@ -65,6 +65,12 @@ def test_a_job_pending_in_slurm_shows_its_reason_estimate_hold_and_cancel(
         )
         assert timezone.now() < expected < timezone.now() + timedelta(minutes=6)
         assert fresh().state == Job.State.STARTING
+        assert fresh().queue_position == 1  # the only job pending there
+
+        # Someone else's job of a higher priority pends there too: it goes first.
+        ahead = foreign_job(slurm, node.name, minutes=5, nice=-1000)
+        wait_until(lambda: fresh().queue_position == 2, what="second in Slurm's queue")
+        cancel(slurm, ahead)
 
         slurm.cluster.scontrol("hold", slurm_id)
         held = f"Slurm job {slurm_id} is waiting in Slurm's queue: " + (

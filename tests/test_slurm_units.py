@@ -18,7 +18,8 @@ def test_job_names_identify_job_replicas_and_attempt_of_this_installation(settin
 
 def test_squeue_columns_parse_into_jobs_and_a_name_may_hold_the_separator():
     failed = cli.parse_job_line(
-        "7|FAILED|NonZeroExitCode|768|2023-11-14T22:13:20|2023-11-14T22:14:20|gpu01|ty-j7-r0-a1"
+        "7|FAILED|NonZeroExitCode|768|2023-11-14T22:13:20|2023-11-14T22:14:20|gpu01|0|ty|"
+        "ty-j7-r0-a1"
     )
     assert (failed.job_id, failed.state, failed.exit_code, failed.nodes) == (
         "7",
@@ -28,15 +29,16 @@ def test_squeue_columns_parse_into_jobs_and_a_name_may_hold_the_separator():
     )
     assert (failed.end_time - failed.start_time).total_seconds() == 60
     assert failed.name == "ty-j7-r0-a1"
-    killed = cli.parse_job_line("8|CANCELLED|None|9|2023-11-14T22:13:20|N/A||a|b c")
+    killed = cli.parse_job_line("8|CANCELLED|None|9|2023-11-14T22:13:20|N/A||0|ty|a|b c")
     assert (killed.exit_code, killed.reason, killed.end_time, killed.name) == (
         137,
         "",
         None,
         "a|b c",
     )
-    pending = cli.parse_job_line("9|PENDING|Resources|0|N/A|N/A||ty-j9-r0-a1")
+    pending = cli.parse_job_line("9|PENDING|Resources|0|N/A|N/A||4294901|trainyard|ty-j9-r0-a1")
     assert (pending.state, pending.reason, pending.start_time) == ("PENDING", "Resources", None)
+    assert (pending.priority, pending.partition) == (4294901, "trainyard")
     assert cli.parse_job_line("slurm_load_jobs error: something") is None
     assert cli.parse_job_line("") is None
 

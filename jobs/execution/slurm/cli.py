@@ -104,6 +104,8 @@ class SlurmJob:
     start_time: datetime | None
     end_time: datetime | None
     nodes: str
+    priority: int = 0  # Slurm's, the higher the sooner
+    partition: str = ""
 
     @property
     def exit_code(self) -> int | None:
@@ -147,15 +149,30 @@ def run_json(tool: str, args: list[str]) -> dict:
 
 # squeue's columns, "|" after each; the name last, as the only one that may hold a "|".
 # ``exit_code`` is the wait status, as in the JSON (768: exit code 3; 9: killed by KILL).
-JOB_COLUMNS = ("JobID", "State", "Reason", "exit_code", "StartTime", "EndTime", "NodeList")
+JOB_COLUMNS = (
+    "JobID",
+    "State",
+    "Reason",
+    "exit_code",
+    "StartTime",
+    "EndTime",
+    "NodeList",
+    "PriorityLong",
+    "Partition",
+)
 JOB_FORMAT = ",".join(f"{column}:|" for column in JOB_COLUMNS) + ",Name:"
 
 
-def jobs(*, name_prefix: str) -> dict[str, SlurmJob]:
-    """The jobs Slurm still knows (pending, running and recently ended) by id."""
+def queue() -> dict[str, SlurmJob]:
+    """Every job Slurm still knows (pending, running and recently ended), anyone's, by id."""
     output = run("squeue", ["--noheader", "--states=all", f"--Format={JOB_FORMAT}"])
     found = (parse_job_line(line) for line in output.splitlines())
-    return {job.job_id: job for job in found if job and job.name.startswith(name_prefix)}
+    return {job.job_id: job for job in found if job}
+
+
+def jobs(*, name_prefix: str) -> dict[str, SlurmJob]:
+    """The jobs of ``queue`` whose names start with ``name_prefix``."""
+    return {pk: job for pk, job in queue().items() if job.name.startswith(name_prefix)}
 
 
 def parse_job_line(line: str) -> SlurmJob | None:
@@ -163,7 +180,7 @@ def parse_job_line(line: str) -> SlurmJob | None:
     fields = line.split("|", len(JOB_COLUMNS))
     if len(fields) != len(JOB_COLUMNS) + 1 or not fields[0].strip().isdigit():
         return None
-    job_id, state, reason, wait_status, start, end, nodes, name = fields
+    job_id, state, reason, wait_status, start, end, nodes, priority, partition, name = fields
     return SlurmJob(
         job_id=job_id.strip(),
         name=name,
@@ -173,6 +190,8 @@ def parse_job_line(line: str) -> SlurmJob | None:
         start_time=_parse_local_time(start.strip()),
         end_time=_parse_local_time(end.strip()),
         nodes=nodes.strip(),
+        priority=int(priority) if priority.strip().isdigit() else 0,
+        partition=partition.strip(),
     )
 
 

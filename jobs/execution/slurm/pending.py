@@ -1,4 +1,4 @@
-"""Why a job waits in Slurm's queue, in the reader's words: Slurm's pending reasons.
+"""Why a job waits in Slurm's queue, in the reader's words, and where it stands there.
 
 ``squeue`` gives a pending job's reason as a code (``Resources``, ``Priority``,
 ``ReqNodeNotAvail, UnavailableNodes:gpu-[1-2]``, ``JobHeldUser``, ``QOSMaxGRESPerUser``…,
@@ -8,7 +8,11 @@ the "JOB REASON CODES" of squeue(1)); each known one has a reason code of ours
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from core.reasons import Reason
+
+from .cli import SlurmJob
 
 REASONS = {
     "Resources": "slurm.why.resources",
@@ -46,3 +50,15 @@ def pending_reason(slurm_reason: str, *, slurm_id: str) -> Reason:
     if head.startswith(LIMIT_PREFIXES):
         return Reason("slurm.why.limit", {"limit": head})
     return Reason("slurm.why.other", {"raw": slurm_reason.strip()[:200]})
+
+
+def pending_positions(jobs: Iterable[SlurmJob], *, partition: str) -> dict[str, int]:
+    """Each pending job's place among everyone's pending in ``partition`` (all, if none
+    is set): Slurm's order, its priority first, then its id (submission order)."""
+    pending = [
+        job
+        for job in jobs
+        if job.state == "PENDING" and (not partition or job.partition == partition)
+    ]
+    pending.sort(key=lambda job: (-job.priority, int(job.job_id)))
+    return {job.job_id: position for position, job in enumerate(pending, start=1)}

@@ -47,7 +47,7 @@ from .outcome import (
     is_pending,
     max_runtime_reason,
 )
-from .pending import pending_reason
+from .pending import pending_positions, pending_reason
 from .replica_reports import (
     first_phase_start,
     report_ends,
@@ -116,18 +116,20 @@ def _track(now: datetime) -> PassReport:
     if not _query_due(now):
         return report
     try:
-        known = cli.jobs(name_prefix=f"{_prefix()}-j")
+        everyone = cli.queue()
     except cli.SlurmUnavailable as error:
         cli.log_unavailable("tracking", error)
         report.unavailable = True
         return report
+    known = {pk: job for pk, job in everyone.items() if job.name.startswith(f"{_prefix()}-j")}
+    positions = pending_positions(everyone.values(), partition=settings.TRAINYARD_SLURM_PARTITION)
     grace = timedelta(seconds=SiteSettings.load().stop_grace_seconds)
     for slurm_id, group in groups.items():
         slurm_job = known.get(slurm_id)
         if slurm_job is None:
             slurm_job = _forgotten(slurm_id, group)
             report.reconciled += 1
-        _observe(group, slurm_job, now, grace)
+        _observe(group, slurm_job, now, grace, positions.get(slurm_id))
         report.observed += 1
     report.orphans_cancelled = _cancel_orphans(known)
     return report
@@ -174,14 +176,18 @@ def _prefix() -> str:
 
 
 def _observe(
-    group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime, grace: timedelta
+    group: list[ReplicaAttempt],
+    slurm_job: cli.SlurmJob,
+    now: datetime,
+    grace: timedelta,
+    position: int | None = None,
 ) -> None:
     job = group[0].replica.job
     if is_pending(slurm_job):
         if any(AttemptFolder(a.node.name, a.pk).exists("stop") for a in group):
             send_stop([slurm_job.job_id])  # nothing runs yet: no grace
         else:
-            _note_pending(job, slurm_job)
+            _note_pending(job, slurm_job, position)
         return
     if slurm_job.start_time is not None:
         for attempt in group:
@@ -194,9 +200,10 @@ def _observe(
         _enforce_stops(group, slurm_job, now, grace)
 
 
-def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
-    """Slurm's reason, in words, and Slurm's own estimate of the start (``StartTime`` of a
-    pending job: its backfill's plan), kept as the job's expected start."""
+def _note_pending(job: Job, slurm_job: cli.SlurmJob, position: int | None) -> None:
+    """Slurm's reason, in words; Slurm's own estimate of the start (``StartTime`` of a
+    pending job: its backfill's plan), kept as the job's expected start; and its place
+    among everyone's pending jobs in the partition, as its queue position."""
     why = pending_reason(slurm_job.reason, slurm_id=slurm_job.job_id)
     reason = Reason("slurm.queued", {"id": slurm_job.job_id, "reason": why})
     if job.state == Job.State.STARTING and job.state_reason != reason.english:
@@ -204,8 +211,10 @@ def _note_pending(job: Job, slurm_job: cli.SlurmJob) -> None:
     expected = slurm_job.start_time
     if expected is not None and expected < timezone.now():
         expected = None  # Slurm's past "start" of a job it has not started: no estimate
-    if expected != job.estimated_start:
-        Job.objects.filter(pk=job.pk, state=Job.State.STARTING).update(estimated_start=expected)
+    if (expected, position) != (job.estimated_start, job.queue_position):
+        Job.objects.filter(pk=job.pk, state=Job.State.STARTING).update(
+            estimated_start=expected, queue_position=position
+        )
 
 
 def _enforce_stops(
