@@ -1,12 +1,14 @@
-"""Preemption on Slurm, end to end: the pass preempts a borrowing job for a job within its
-quota (Trainyard's decision), the borrower's keeper passes the TERM on so that it saves
-its checkpoint, it goes back to its queue, and its attempt 2 resumes from the checkpoint
-on the node that keeps it."""
+"""Preemption and checkpoints on Slurm, end to end: the pass preempts a borrowing job for
+a job within its quota (Trainyard's decision), the borrower's keeper passes the TERM on so
+that it saves its checkpoint, it goes back to its queue, and its attempt 2 resumes from
+the checkpoint on the node that keeps it; a job's checkpoint goes once it has ended."""
 
 from __future__ import annotations
 
 import pytest
 
+from jobs.execution.files import checkpoint_marks_dir, replica_checkpoint_dir
+from jobs.execution.replica.checkpoint import checkpoint_marks
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node, SiteSettings
 from resources.services import node_set_state
@@ -59,3 +61,23 @@ def test_a_borrowing_job_on_slurm_is_preempted_saves_and_resumes(slurm, slurm_cl
     second = attempts_of(borrower)[-1]
     assert f"attempt 2 resumes at step {step}" in attempt_log(second)
     assert "finished at step 300" in attempt_log(second)
+
+
+def test_a_slurm_jobs_checkpoint_is_removed_once_it_has_ended(slurm):
+    """No agent polls a Slurm node: the tracking pass removes ended jobs' checkpoints
+    (from the marks the platform wrote when it prepared each replica)."""
+    node = slurm.nodes[2]
+    job = JobFactory(
+        owner=UserFactory(username="slurm-user"),
+        command='echo 7 > "$TRAINYARD_CHECKPOINT/step"',
+        gpu_model=node.gpu_model,
+        gpu_count=1,
+        cpu_milli=2000,
+        memory_mib=2048,
+    )
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    ran_on = attempts_of(job)[0].node.name
+    folder = replica_checkpoint_dir(ran_on, job.pk, 0)
+    wait_until(lambda: not folder.exists(), what="the ended job's checkpoint removed", timeout=WAIT)
+    assert not any(checkpoint_marks(checkpoint_marks_dir(ran_on)))
