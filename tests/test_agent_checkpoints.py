@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from jobs.execution.agent.checkpoints import checkpoints_remove_ended
+from jobs.execution.checkpoint_cleanup import checkpoints_remove_ended
 from jobs.execution.files import checkpoint_marks_dir, node_checkpoint_dir
 from jobs.execution.replica.checkpoint import checkpoint_mark, checkpoint_marks
 from jobs.models import Job

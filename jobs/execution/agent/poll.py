@@ -18,6 +18,7 @@ from celery import current_app
 from django.utils import timezone
 
 from core.reasons import Reason
+from jobs.execution.checkpoint_cleanup import checkpoints_remove_ended
 from jobs.execution.files import node_root
 from jobs.execution.nodes import node_heartbeat
 from jobs.execution.replica.failure import failure_reason, storage_reason
@@ -28,7 +29,6 @@ from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings, node_queue
 
 from .attempt_start import report_started
-from .checkpoints import checkpoints_remove_ended
 from .isolation import refresh_gangs, release, unsafe
 
 State = ReplicaAttempt.State

@@ -11,6 +11,7 @@ from django.conf import settings
 
 from core.reasons import Reason
 
+from .checkpoints import slurm_checkpoints_remove_ended
 from .inventory import inventory_sync
 from .replica_reports import report_from_files
 from .submit import stop_attempts, submit_attempts
@@ -42,3 +43,9 @@ def slurm_report(slurm_id: str, attempt_ids: list[int]) -> None:
 def slurm_sync_nodes() -> None:
     if settings.TRAINYARD_SLURM_ENABLED:
         inventory_sync()
+
+
+@shared_task(name="jobs.slurm.clean_checkpoints", ignore_result=True)
+def slurm_clean_checkpoints() -> None:
+    if settings.TRAINYARD_SLURM_ENABLED:
+        slurm_checkpoints_remove_ended()

@@ -69,6 +69,9 @@ RESUBMIT_MARK_SECONDS = 5
 # The tasks of ``jobs.execution.slurm.tasks`` this module sends (by name: they import it).
 SUBMIT_TASK = "jobs.slurm.submit"
 REPORT_TASK = "jobs.slurm.report"
+CLEAN_TASK = "jobs.slurm.clean_checkpoints"
+CLEAN_KEY = "trainyard:slurm-clean"
+CLEAN_SECONDS = 30
 
 
 @dataclass
@@ -113,6 +116,8 @@ def _track(now: datetime) -> PassReport:
         # In a task: sbatch may wait for a controller that does not answer; this pass may not.
         send_task(SUBMIT_TASK, args=[unsubmitted])
         report.submitted = len(unsubmitted)
+    if cache.add(f"{CLEAN_KEY}:{_prefix()}", 1, CLEAN_SECONDS):
+        send_task(CLEAN_TASK)  # ended jobs' checkpoints (``checkpoints.py``)
     if not _query_due(now):
         return report
     try:

@@ -1,8 +1,11 @@
-"""Removing the checkpoints of ended jobs from this node (and its share of the shared root).
+"""Removing the checkpoints of ended jobs from a node (and its share of the shared root).
 
-Each replica start notes its checkpoint in the node's marks (``files.checkpoint_marks_dir``),
-so the poll reads a short list, not every job folder the node ever had: one query for
-the states of the jobs noted, then each ended job's checkpoints go, then their marks.
+Each replica's preparation notes its checkpoint in the node's marks
+(``files.checkpoint_marks_dir``), so a cleanup reads a short list, not every job folder the
+node ever had: one query for the states of the jobs noted, then each ended job's
+checkpoints go, then their marks. The local agent's poll runs it for its nodes; the Slurm
+tracking pass for Slurm's (``slurm/track.py``), whose marks and folders lie on the
+filesystem the platform shares with them.
 A job that asked to keep its checkpoint (``Job.keep_checkpoint``) loses only its marks:
 its checkpoints stay beside its outputs, for as long as they do.
 """
