@@ -248,8 +248,8 @@ class SchedulingPass:
                 borrowing.claim(chosen, job.pk)
                 victims = [victim.job_id for victim in chosen]
                 self.preempted.update(dict.fromkeys(victims, job.pk))
-                nodes = {use.node_pk for victim in chosen for use in victim.uses}
-                claim(self, job, shape, victims, nodes)
+                held = [use for victim in chosen for use in victim.uses]
+                claim(self, job, shape, held, {use.node_pk for use in held})
         if not victims:
             return False
         self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, preempting_reason(victims))

@@ -43,28 +43,35 @@ def make_claims(scheduling) -> dict[int, Claim]:
     """Each reclaiming job's claim, in queue order, each within what the earlier left
     (``scheduling``: the pass)."""
     claims: dict[int, Claim] = {}
+    held_by: dict[int, list[ReplicaUse]] | None = None  # job -> what it holds, read once
     for job in scheduling.jobs:
         if not job.reclaiming:
             break  # they sort first
         admission = scheduling.quotas.admit(job)
-        if admission.admitted:
-            victims = scheduling.borrowing().stopping_for.get(job.pk, ()) if job.on_victims else ()
-            shape = Shape.of(job.request, admission.models)
-            nodes = scheduling.victim_nodes.get(job.pk, ())
-            claimed = claim(scheduling, job, shape, victims, nodes)
-            if claimed is not None:
-                claims[job.pk] = claimed
+        if not admission.admitted:
+            continue
+        held: list[ReplicaUse] = []
+        if job.on_victims:
+            if held_by is None:
+                held_by = {}
+                for release in scheduling.releases():
+                    held_by.setdefault(release.job_id, []).append(release.use)
+            for victim in scheduling.borrowing().stopping_for.get(job.pk, ()):
+                held += held_by.get(victim, ())
+        shape = Shape.of(job.request, admission.models)
+        nodes = scheduling.victim_nodes.get(job.pk, ())
+        claimed = claim(scheduling, job, shape, held, nodes)
+        if claimed is not None:
+            claims[job.pk] = claimed
     return claims
 
 
 def claim(
-    scheduling, job: WaitingJob, shape: Shape, victims: Iterable[int], nodes: Iterable[int]
+    scheduling, job: WaitingJob, shape: Shape, held: list[ReplicaUse], nodes: Iterable[int]
 ) -> Claim | None:
-    """Where ``job`` starts once its stopping ``victims`` are gone, on its victims'
-    ``nodes`` if it fits there; added to the pass's reservations. None if it would not
-    fit even then."""
-    stopping = set(victims)
-    held = [release.use for release in scheduling.releases() if release.job_id in stopping]
+    """Where ``job`` starts once its stopping victims give back what they ``held``, on
+    their ``nodes`` if it fits there; added to the pass's reservations. None if it would
+    not fit even then."""
     view = scheduling.narrowing(ends_at(scheduling.now, job.max_runtime_minutes), [], job.pk)
     with _freed(scheduling.cluster, held):
         uses = place_among(scheduling.cluster, shape, nodes, view)
