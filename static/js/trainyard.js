@@ -59,29 +59,40 @@
   // Answers to requests for one target (a polled panel and its own search form) may cross.
   // A poll only refreshes what is shown, so none leaves while a reader's request for its target
   // is in flight; otherwise the answer of the latest request sent wins: an older one is dropped,
-  // and one whose target an older answer replaced meanwhile lands on what replaced it. htmx fires
-  // a detached target's events on it alone (they never reach document), so each target gets the
-  // guard on itself when its first request leaves.
+  // and one whose target an older answer replaced meanwhile lands on what replaced it. An answer
+  // that swaps nothing in its target (hx-swap="none": New job's checks, whose messages land out
+  // of band) never hides an older answer that re-renders the target, and is dropped once a later
+  // re-render shows newer messages. htmx fires a detached target's events on it alone (they never
+  // reach document), so each target gets the guard on itself when its first request leaves.
   /* global htmx */
   var sentCount = 0;
-  var shownOrder = {};  // target id -> order of the request whose answer it shows
+  var shownOrder = {};  // target id -> order of the request whose answer re-rendered it
+  var messagesOrder = {};  // target id -> order of the latest answer of messages only
   var readerRequests = {};  // target id -> a reader's requests in flight
+  function swapStyleOf(detail) {
+    // The element that sent the request says how its answer swaps; detail.elt is the target here.
+    var sender = detail.requestConfig && detail.requestConfig.elt;
+    var declared = sender && sender.closest && sender.closest("[hx-swap]");
+    var spec = declared ? declared.getAttribute("hx-swap") : "";
+    return spec.trim().split(/\s+/)[0] || htmx.config.defaultSwapStyle;
+  }
   function latestWins(event) {
     var detail = event.detail, id = detail.target.id;
     var current = document.getElementById(id);
+    var order = detail.xhr.sentOrder || 0, style = swapStyleOf(detail);
+    var messagesOnly = style === "none";
     if (!detail.shouldSwap) { return; }
-    if (!current || (detail.xhr.sentOrder || 0) < (shownOrder[id] || 0)) {
+    var newer = messagesOnly ? Math.max(shownOrder[id] || 0, messagesOrder[id] || 0) : shownOrder[id] || 0;
+    if (!current || order < newer) {
       detail.shouldSwap = false;
       return;
     }
-    shownOrder[id] = detail.xhr.sentOrder || 0;
+    if (messagesOnly) { messagesOrder[id] = order; } else { shownOrder[id] = order; }
     if (current !== detail.target) {
       // Swapped here, not by htmx: it would look for the answer's out-of-band parts beside
       // the (replaced) element that sent the request, and find none.
       detail.shouldSwap = false;
-      htmx.swap(current, detail.serverResponse, {
-        swapStyle: detail.elt.getAttribute("hx-swap") || htmx.config.defaultSwapStyle
-      });
+      htmx.swap(current, detail.serverResponse, {swapStyle: style});
     }
   }
   function isPoll(detail) {
