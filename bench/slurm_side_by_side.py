@@ -203,7 +203,7 @@ def start_trainyard(env: dict[str, str], roots: Path, processes: list) -> int:
 
 def run_api(args, port: int, token: str, label: str) -> Result:
     """(b) or (c): submit through the API; the nodes that are ready decide the executor."""
-    from jobs.execution.files import replica_output_dir
+    from jobs.execution.files import replica_output_dir, storage_name
     from jobs.models import Job, Replica
 
     local = threading.local()
@@ -238,10 +238,10 @@ def run_api(args, port: int, token: str, label: str) -> Result:
     if failed:
         print(f"({label}) not succeeded: {list(failed)[:5]}", file=sys.stderr)
     starts = {}
-    for job_id, node in Replica.objects.filter(job__in=jobs).values_list("job_id", "node__name"):
-        start = replica_output_dir(node, job_id, 0) / "start"
+    for replica in Replica.objects.filter(job__in=jobs).select_related("node"):
+        start = replica_output_dir(storage_name(replica.node), replica.job_id, 0) / "start"
         if start.exists():
-            starts[job_id] = float(start.read_text())
+            starts[replica.job_id] = float(start.read_text())
     print(f"({label}) where the time goes: {breakdown(jobs, starts)}")
     return summarize(began, ended, submitted, starts)
 

@@ -16,7 +16,12 @@ from django.views.decorators.http import require_GET
 from .detail_views import job_events, page_environment, state_card_context, visible_job
 from .estimates.formatting import duration_text
 from .estimates.job_times import job_times
-from .execution.files import open_output_file, replica_checkpoint_dir, replica_output_dir
+from .execution.files import (
+    open_output_file,
+    replica_checkpoint_dir,
+    replica_output_dir,
+    storage_name,
+)
 from .execution.runtime import (
     DEFAULT_TAIL_LINES,
     PAGE_LINE_CHOICES,
@@ -122,29 +127,34 @@ def job_log_download(request: HttpRequest, pk: int, attempt_id: int) -> FileResp
 
 @require_GET
 def job_output_download(
-    request: HttpRequest, pk: int, replica: int, node: str, path: str
+    request: HttpRequest, pk: int, replica: int, storage: str, path: str
 ) -> FileResponse:
-    return _replica_file(visible_job(request, pk), replica, node, path, folder=replica_output_dir)
+    return _replica_file(
+        visible_job(request, pk), replica, storage, path, folder=replica_output_dir
+    )
 
 
 @require_GET
 def job_checkpoint_download(
-    request: HttpRequest, pk: int, replica: int, node: str, path: str
+    request: HttpRequest, pk: int, replica: int, storage: str, path: str
 ) -> FileResponse:
     """A file of a replica's kept checkpoint; a job that does not keep it has none to give."""
     job = visible_job(request, pk)
     if not job.keep_checkpoint:
         raise Http404
-    return _replica_file(job, replica, node, path, folder=replica_checkpoint_dir)
+    return _replica_file(job, replica, storage, path, folder=replica_checkpoint_dir)
 
 
 def _replica_file(
-    job: Job, replica: int, node: str, path: str, *, folder: Callable[[str, int, int], Path]
+    job: Job, replica: int, storage: str, path: str, *, folder: Callable[[str, int, int], Path]
 ) -> FileResponse:
-    """The regular file ``path`` in the replica's ``folder`` on a node it ran on, opened
-    without following a link (``open_output_file``); 404 for anything else."""
-    ran_there = any(a.replica.index == replica and a.node.name == node for a in job_attempts(job))
-    handle = open_output_file(folder(node, job.pk, replica), path) if ran_there else None
+    """The regular file ``path`` in the replica's ``folder`` where it ran (``storage``: a
+    local node's name, or Slurm's shared folder), opened without following a link
+    (``open_output_file``); 404 for anything else."""
+    ran_there = any(
+        a.replica.index == replica and storage_name(a.node) == storage for a in job_attempts(job)
+    )
+    handle = open_output_file(folder(storage, job.pk, replica), path) if ran_there else None
     if handle is None:
         raise Http404
     return FileResponse(handle, as_attachment=True, filename=path.rsplit("/", 1)[-1])

@@ -50,12 +50,12 @@ urlpatterns = [
         name="log_download",
     ),
     path(
-        "<int:pk>/outputs/<int:replica>/<str:node>/<outputpath:path>",
+        "<int:pk>/outputs/<int:replica>/<str:storage>/<outputpath:path>",
         runtime_views.job_output_download,
         name="output_download",
     ),
     path(
-        "<int:pk>/checkpoint/<int:replica>/<str:node>/<outputpath:path>",
+        "<int:pk>/checkpoint/<int:replica>/<str:storage>/<outputpath:path>",
         runtime_views.job_checkpoint_download,
         name="checkpoint_download",
     ),

@@ -230,9 +230,9 @@ def attempts_of(job: Job) -> list[ReplicaAttempt]:
 
 
 def attempt_log(attempt: ReplicaAttempt) -> str:
-    from jobs.execution.files import attempt_log_path
+    from jobs.execution.files import attempt_log_path, storage_name
 
-    return attempt_log_path(attempt.node.name, attempt.pk).read_text()
+    return attempt_log_path(storage_name(attempt.node), attempt.pk).read_text()
 
 
 @pytest.fixture

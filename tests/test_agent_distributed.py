@@ -3,6 +3,7 @@
 import pytest
 from django.conf import settings
 
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.models import Job, ReplicaAttempt
 from tests.agent_support import attempts_of, make_node, place, wait_for_state
 from tests.factories import CodeVersionFactory, JobFactory
@@ -46,9 +47,8 @@ def all_reduce_job(extra_first_line: str = "") -> Job:
 
 
 def sums(job: Job, nodes) -> list[str]:
-    root = settings.TRAINYARD_NODE_ROOT
     return [
-        (root / node.name / "jobs" / str(job.pk) / f"replica-{rank}/output/sum.txt").read_text()
+        (replica_output_dir(storage_name(node), job.pk, rank) / "sum.txt").read_text()
         for rank, node in enumerate(nodes)
     ]
 

@@ -20,7 +20,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from jobs.execution.files import attempt_dir, replica_output_dir
+from jobs.execution.files import attempt_dir, replica_output_dir, storage_name
 from jobs.execution.replica.limits import process_limit
 from jobs.execution.replica.sandbox import python_environment_paths
 from jobs.models import Job, ReplicaAttempt
@@ -38,7 +38,9 @@ PROBE = (
 
 
 def output(job: Job, name: str) -> str:
-    return (replica_output_dir(job.replica_set.get().node.name, job.pk, 0) / name).read_text()
+    return (
+        replica_output_dir(storage_name(job.replica_set.get().node), job.pk, 0) / name
+    ).read_text()
 
 
 def probes(commands: list[str]) -> str:
@@ -156,13 +158,13 @@ JOB_BASICS = {"PATH", "HOME", "TMPDIR", "LANG", "PWD", "OLDPWD", "SHLVL", "_"}
 
 def test_job_cannot_read_or_see_another_jobs_output_or_processes(site):
     neighbour = site.running("echo private > $TRAINYARD_DATA_OUT/mine\necho up\nsleep 60")
-    neighbour_output = replica_output_dir(site.node.name, neighbour.pk, 0)
+    neighbour_output = replica_output_dir(storage_name(site.node), neighbour.pk, 0)
     wait_until((neighbour_output / "mine").exists, what="the neighbour's file")
     denied = [
         f"cat {neighbour_output / 'mine'}",
         f"ls {neighbour_output.parent.parent}",
         f"ls {settings.TRAINYARD_NODE_ROOT}",
-        f"cat {attempt_dir(site.node.name, attempts_of(neighbour)[0].pk) / 'output.log'}",
+        f"cat {attempt_dir(storage_name(site.node), attempts_of(neighbour)[0].pk) / 'output.log'}",
         "cat /trainyard/output/../../jobs",
         "pgrep -f sleep",
         "pgrep -f celery",
@@ -210,7 +212,7 @@ def test_job_cannot_write_outside_its_output_folder(site):
 def test_job_cannot_signal_the_agent_its_supervisor_or_another_job(agent):
     neighbour = running(agent, "echo up\nsleep 60")
     (neighbour_attempt,) = attempts_of(neighbour)
-    folder = attempt_dir(agent.nodes[0].name, neighbour_attempt.pk)
+    folder = attempt_dir(storage_name(agent.nodes[0]), neighbour_attempt.pk)
     started = json.loads((folder / "started.json").read_text())
     runner, group = started["runner_pid"], started["pgid"]
     # Suppose the job learned every pid that matters (its PID namespace hides them all).
@@ -244,7 +246,7 @@ while [ ! -e $TRAINYARD_DATA_OUT/go ]; do sleep 0.2; echo tick >> $TRAINYARD_DAT
 
 def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(site):
     neighbour = site.running(NEIGHBOUR)
-    neighbour_output = replica_output_dir(site.node.name, neighbour.pk, 0)
+    neighbour_output = replica_output_dir(storage_name(site.node), neighbour.pk, 0)
     job = site.run(FORK_BOMB, cpu_milli=1000)
     limit = process_limit(1000)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
@@ -253,7 +255,9 @@ def test_fork_bomb_stops_at_the_process_limit_and_neighbours_run_on(site):
     log = attempt_log(attempts_of(job)[0])
     assert f"processes {limit}," in log
     assert "fork: retry: Resource temporarily unavailable" in log
-    uid = replica_output_dir(site.node.name, job.pk, 0).stat().st_uid  # the slot's, the job's
+    uid = (
+        replica_output_dir(storage_name(site.node), job.pk, 0).stat().st_uid
+    )  # the slot's, the job's
     assert uid != 0
     wait_until(lambda: not processes_of(uid), what="the bomb's processes to be gone", timeout=10)
 

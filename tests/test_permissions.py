@@ -66,11 +66,11 @@ PAGES: dict[str, list[Case]] = {
     "jobs/<int:pk>/logs/<int:attempt_id>/download/": [
         Case("GET", "/jobs/{job}/logs/{attempt}/download/", PROJECT_ONLY)
     ],
-    "jobs/<int:pk>/outputs/<int:replica>/<str:node>/<outputpath:path>": [
+    "jobs/<int:pk>/outputs/<int:replica>/<str:storage>/<outputpath:path>": [
         Case("GET", "/jobs/{job}/outputs/0/v100-a/metrics.json", PROJECT_ONLY)
     ],
     # Who may see the job's outputs may download the checkpoint it keeps beside them.
-    "jobs/<int:pk>/checkpoint/<int:replica>/<str:node>/<outputpath:path>": [
+    "jobs/<int:pk>/checkpoint/<int:replica>/<str:storage>/<outputpath:path>": [
         Case("GET", "/jobs/{job}/checkpoint/0/v100-a/state.pt", PROJECT_ONLY)
     ],
     "jobs/<int:pk>/ports/": [

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from django.conf import settings
 
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.models import Job
 from tests.agent_support import attempt_log, attempts_of, place, wait_for_state
 from tests.test_slurm_run import gpu_job
@@ -22,7 +23,7 @@ LOOK = (
 
 
 def output_of(job: Job, node) -> dict[str, str]:
-    folder = settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk) / "replica-0/output"
+    folder = replica_output_dir(storage_name(node), job.pk, 0)
     return {path.name: path.read_text() for path in folder.iterdir() if path.is_file()}
 
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.execution.slurm import cli
 from jobs.execution.slurm.inventory import inventory_sync
 from jobs.models import Job, ReplicaAttempt
@@ -100,7 +100,7 @@ CONTROLLER_WAIT = "Waiting for the Slurm controller to answer"
 
 
 def let_go(job: Job, node: Node) -> None:
-    (replica_output_dir(node.name, job.pk, 0) / "go").touch()
+    (replica_output_dir(storage_name(node), job.pk, 0) / "go").touch()
 
 
 def test_job_outlives_a_controller_outage_and_ends_right(slurm_cluster_alone, slurm):

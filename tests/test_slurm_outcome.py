@@ -121,8 +121,8 @@ def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm
         )
     waiting, failing = attempts
     exit = {"exit_code": 1, "summary": "exit code 1", "ended_at": T0.isoformat()}
-    AttemptFolder(failing.node.name, failing.pk).path.mkdir(parents=True)
-    AttemptFolder(failing.node.name, failing.pk).write("exit", exit)
+    AttemptFolder.of(failing).path.mkdir(parents=True)
+    AttemptFolder.of(failing).write("exit", exit)
     replica_reports.report_from_files("42", [failing.pk])
     assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.execution.files import checkpoint_marks_dir, replica_checkpoint_dir
+from jobs.execution.files import checkpoint_marks_dir, replica_checkpoint_dir, storage_name
 from jobs.execution.replica.checkpoint import checkpoint_marks
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node, SiteSettings
@@ -77,7 +77,7 @@ def test_a_slurm_jobs_checkpoint_is_removed_once_it_has_ended(slurm):
     )
     job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
     assert job.state == Job.State.SUCCEEDED, job.state_reason
-    ran_on = attempts_of(job)[0].node.name
+    ran_on = storage_name(attempts_of(job)[0].node)
     folder = replica_checkpoint_dir(ran_on, job.pk, 0)
     wait_until(lambda: not folder.exists(), what="the ended job's checkpoint removed", timeout=WAIT)
     assert not any(checkpoint_marks(checkpoint_marks_dir(ran_on)))

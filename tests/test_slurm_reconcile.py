@@ -79,7 +79,7 @@ def test_running_attempt_whose_slurm_job_vanished_is_lost_and_placed_again(site)
 
 def test_a_vanished_job_whose_replica_wrote_its_exit_ends_as_the_replica_did(site):
     attempt = attempt_on("gpu02", state=State.RUNNING, external_id="999998")
-    folder = AttemptFolder("gpu02", attempt.pk)
+    folder = AttemptFolder.of(attempt)
     folder.path.mkdir(parents=True)
     folder.write(
         "exit", {"exit_code": 0, "summary": "exit code 0", "ended_at": timezone.now().isoformat()}

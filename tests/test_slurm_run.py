@@ -6,6 +6,8 @@ import pytest
 from django.conf import settings
 
 from jobs.environment import environment_input_for_job, job_environment
+from jobs.execution.files import replica_output_dir, storage_name
+from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, ReplicaAttempt
 from resources.models import Node
@@ -28,8 +30,7 @@ def gpu_job(command: str, **fields) -> Job:
 
 
 def replica_env(job: Job, node, index: int = 0) -> dict[str, str]:
-    output = settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk) / f"replica-{index}"
-    raw = (output / "output" / "env.bin").read_bytes().decode()
+    raw = (replica_output_dir(storage_name(node), job.pk, index) / "env.bin").read_bytes().decode()
     return dict(item.split("=", 1) for item in raw.split("\0") if item)
 
 
@@ -121,7 +122,7 @@ def test_no_platform_secret_reaches_the_slurm_job(slurm):
     env = replica_env(job, node)
     assert not {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"} & set(env)
     [attempt] = attempts_of(job)
-    folder = settings.TRAINYARD_NODE_ROOT / node.name / "attempts" / str(attempt.pk)
+    folder = AttemptFolder.of(attempt).path
     plan = json.loads((folder / "slurm-submit.json").read_text())
     assert not {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"} & set(plan["env"])
     # Nothing Slurm ran or wrote for the job holds a secret: scripts, plan, log, environment.
@@ -149,8 +150,7 @@ def test_a_slurm_node_that_cannot_isolate_runs_no_job(slurm):
     assert attempt.state == ReplicaAttempt.State.FAILED
     assert attempt.platform_fault  # the node's fault: not billed, the job is placed again
     assert f"Node {node.name} cannot isolate jobs: the sandbox is turned off" in attempt.reason
-    output = settings.TRAINYARD_NODE_ROOT / node.name / "jobs" / str(job.pk) / "replica-0"
-    assert not (output / "output" / "ran").exists()
+    assert not (replica_output_dir(storage_name(node), job.pk, 0) / "ran").exists()
     node = Node.objects.get(pk=node.pk)
     assert node.state == Node.State.DOWN
     assert node.state_reason.startswith("Cannot isolate jobs: the sandbox is turned off")

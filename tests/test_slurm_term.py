@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.models import Job, ReplicaAttempt
 from jobs.services.stop import job_stop
 from resources.models import SiteSettings
@@ -34,7 +34,7 @@ def test_a_stopped_job_saves_on_its_term_before_it_ends(slurm):
 
     job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
     assert job.state == Job.State.STOPPED
-    saved = replica_output_dir(node.name, job.pk, 0) / "saved"
+    saved = replica_output_dir(storage_name(node), job.pk, 0) / "saved"
     assert saved.exists(), attempt_log(attempts_of(job)[0])
     assert saved.read_text() == "saved\n"
     assert attempts_of(job)[0].state == ReplicaAttempt.State.STOPPED

@@ -28,10 +28,23 @@ OUTPUT_WALK_ENTRIES = 2000
 OUTPUT_WALK_DEPTH = 64
 # What a node may be called: one folder name, never a path (``Node.name`` validates it too).
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# Where every Slurm node's attempts, outputs and checkpoints lie: one folder for the whole
+# cluster, on the filesystem the platform shares with it, whichever node Slurm picks (a
+# folder named for a node would have to be chosen before Slurm chose the node). No node
+# can be called this: a node's name starts with a letter or a digit.
+SLURM_STORAGE = "_slurm"
+
+
+def storage_name(node) -> str:
+    """The folder under ``TRAINYARD_NODE_ROOT`` that holds a node's attempts and outputs:
+    its own name for a local agent's node, ``SLURM_STORAGE`` for any Slurm node."""
+    return SLURM_STORAGE if node.executor == "slurm" else node.name
 
 
 def node_root(node_name: str) -> Path:
-    if not isinstance(node_name, str) or not NODE_NAME.fullmatch(node_name):
+    """The folder of a node's attempts and outputs: ``node_name`` is a ``storage_name``."""
+    valid = isinstance(node_name, str) and NODE_NAME.fullmatch(node_name)
+    if not (valid or node_name == SLURM_STORAGE):
         raise ValueError(f"not a node name: {node_name!r}")
     return Path(settings.TRAINYARD_NODE_ROOT) / node_name
 

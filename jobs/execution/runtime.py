@@ -22,6 +22,7 @@ from .files import (
     output_files,
     replica_checkpoint_dir,
     replica_output_dir,
+    storage_name,
 )
 
 MAX_TAIL_LINES = 10_000
@@ -51,21 +52,22 @@ def pick_attempt(
 
 
 def attempt_log(attempt: ReplicaAttempt, *, lines: int = DEFAULT_TAIL_LINES) -> str:
-    return log_tail(attempt_log_path(attempt.node.name, attempt.pk), lines=lines)
+    return log_tail(attempt_log_path(storage_name(attempt.node), attempt.pk), lines=lines)
 
 
 def attempt_log_search(attempt: ReplicaAttempt, needle: str, *, lines: int) -> LogSearch:
-    return log_search(attempt_log_path(attempt.node.name, attempt.pk), needle, lines=lines)
+    return log_search(attempt_log_path(storage_name(attempt.node), attempt.pk), needle, lines=lines)
 
 
 def attempt_log_file(attempt: ReplicaAttempt):
-    return attempt_log_path(attempt.node.name, attempt.pk)
+    return attempt_log_path(storage_name(attempt.node), attempt.pk)
 
 
 @dataclass
 class ReplicaOutputs:
     replica: int
-    node: str
+    node: str  # the node (or, on Slurm's shared folder, the nodes) it ran on, to read
+    storage: str  # where the folder lies (``files.storage_name``): its downloads' address
     files: list[OutputFile] = field(default_factory=list)
     # A job that keeps its checkpoint: what the replica saved in ``/trainyard/checkpoint``
     # there. None: not kept, or listed with another node's outputs (the same shared folder).
@@ -73,18 +75,20 @@ class ReplicaOutputs:
 
 
 def job_outputs(job: Job, attempts: list[ReplicaAttempt]) -> list[ReplicaOutputs]:
-    """What each replica wrote to ``/trainyard/output``, on every node it ran on, and the
-    checkpoints the job keeps: each folder once (under a shared root, once per replica)."""
-    seen: list[tuple[int, str]] = []
+    """What each replica wrote to ``/trainyard/output``, in every folder it wrote to (one per
+    local node it ran on; one for all of Slurm's), and the checkpoints the job keeps: each
+    folder once (under a shared root, once per replica)."""
+    nodes: dict[tuple[int, str], list[str]] = {}
     for attempt in attempts:
-        key = (attempt.replica.index, attempt.node.name)
-        if key not in seen:
-            seen.append(key)
+        ran_on = nodes.setdefault((attempt.replica.index, storage_name(attempt.node)), [])
+        if attempt.node.name not in ran_on:
+            ran_on.append(attempt.node.name)
     found = []
     checkpoints_listed: set[Path] = set()
-    for index, node in seen:
-        outputs = ReplicaOutputs(index, node, output_files(replica_output_dir(node, job.pk, index)))
-        checkpoint = replica_checkpoint_dir(node, job.pk, index)
+    for (index, storage), names in nodes.items():
+        files = output_files(replica_output_dir(storage, job.pk, index))
+        outputs = ReplicaOutputs(index, ", ".join(names), storage, files)
+        checkpoint = replica_checkpoint_dir(storage, job.pk, index)
         if job.keep_checkpoint and checkpoint not in checkpoints_listed:
             checkpoints_listed.add(checkpoint)
             outputs.checkpoint = output_files(checkpoint)

@@ -49,7 +49,7 @@ def start_attempt(attempt_id: int) -> None:
     attempt = _load(attempt_id)
     if attempt is None:
         return
-    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    folder = AttemptFolder.of(attempt)
     with folder.lock():
         if not folder.exists("spec"):
             refusal = attempt_refusal(attempt, folder)

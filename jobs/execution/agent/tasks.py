@@ -64,7 +64,7 @@ def stop_attempt(attempt_id: int, reason: dict | str) -> None:
     if attempt is None or not isinstance(reason, dict | str):
         return
     reason = Reason.of(reason)
-    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    folder = AttemptFolder.of(attempt)
     now = timezone.now()
     site = SiteSettings.load()
     preempted = Job.objects.filter(

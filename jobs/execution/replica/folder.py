@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from jobs.execution.files import LOG_NAME, attempt_dir, node_root
+from jobs.execution.files import LOG_NAME, attempt_dir, node_root, storage_name
 
 from .limits import CGROUP_ROOT, cgroup_name
 from .locks import lock_held
@@ -31,6 +31,11 @@ class AttemptFolder:
         self.node_name = node_name
         self.attempt_id = attempt_id
         self.path = attempt_dir(node_name, attempt_id)
+
+    @classmethod
+    def of(cls, attempt) -> AttemptFolder:
+        """The folder of a ``ReplicaAttempt``, where its node keeps it (``storage_name``)."""
+        return cls(storage_name(attempt.node), attempt.pk)
 
     @property
     def log(self) -> Path:

@@ -71,7 +71,9 @@ def keeper_argv(python: str, folder: Path) -> list[str]:
     return [python, "-I", str(Path(__file__).resolve()), str(folder)]
 
 
-def main(folder: Path) -> int:
+def main(folder: Path, node: str) -> int:
+    """Keep the replica whose attempt folder is ``folder`` on ``node``, the Slurm node it
+    runs on (``$SLURMD_NODENAME``, passed by the batch script: the plan names no node)."""
     # Run as a script (``python -I keeper.py``), not imported: every import below waits
     # until sys.path holds the project and Django's settings are configured from the plan.
     sys.path[:1] = [str(PROJECT_ROOT)]  # the project, not this folder, is where imports start
@@ -84,6 +86,9 @@ def main(folder: Path) -> int:
     from django.conf import settings
 
     settings.configure(**plan["settings"])
+    from jobs.execution.files import NODE_NAME
+
+    plan["node"] = node if NODE_NAME.fullmatch(node) else "node"
     from jobs.execution.replica import network, sandbox, slots
 
     problem = "the isolation helper does not run as root" if os.geteuid() else None
@@ -344,4 +349,4 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else ""))

@@ -28,6 +28,7 @@ from jobs.execution.files import (
     checkpoint_root,
     replica_checkpoint_dir,
     replica_output_dir,
+    storage_name,
 )
 from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, PortAllocation, ReplicaAttempt
@@ -131,7 +132,7 @@ def replica_mounts(attempt: ReplicaAttempt, uid: int | None) -> tuple[sandbox.Mo
     missing = [
         f"{name}: {path}" for name, path in [*code, *datasets, *pretrained] if not path.exists()
     ]
-    output = replica_output_dir(attempt.node.name, job.pk, attempt.replica.index)
+    output = replica_output_dir(storage_name(attempt.node), job.pk, attempt.replica.index)
     _make_output(output, uid)
     mounts = sandbox.Mounts(
         code=code[0][1] if code else None,
@@ -156,7 +157,7 @@ def _make_output(output: Path, uid: int | None) -> None:
 
 def make_checkpoint(attempt: ReplicaAttempt, uid: int | None) -> Path:
     """The replica's checkpoint folder, noted for removal and handed to this attempt's uid."""
-    node, job_id, index = attempt.node.name, attempt.replica.job_id, attempt.replica.index
+    node, job_id, index = storage_name(attempt.node), attempt.replica.job_id, attempt.replica.index
     checkpoint_mark(checkpoint_marks_dir(node), job_id=job_id, replica_index=index)
     path = replica_checkpoint_dir(node, job_id, index)
     checkpoint_prepare(path, base=checkpoint_root(node), uid=uid)

@@ -14,23 +14,21 @@ import logging
 import os
 
 from jobs.execution.checkpoint_cleanup import checkpoints_remove_ended
+from jobs.execution.files import SLURM_STORAGE
 from jobs.models import ReplicaAttempt
-from resources.models import Node
 
 logger = logging.getLogger(__name__)
 _warned: list[bool] = []
 
 
 def slurm_checkpoints_remove_ended() -> None:
-    """Every Slurm node's ended jobs' checkpoints (one query for the nodes, one for the
-    jobs still running anywhere, one per node with marks)."""
+    """The ended Slurm jobs' checkpoints, all in the cluster's one folder (one query for
+    the jobs still running anywhere, one if it has marks)."""
     if os.geteuid() != 0:
         if not _warned:
             _warned.append(True)
             logger.warning("Slurm jobs' checkpoints stay: removing them needs root")
         return
-    nodes = Node.objects.filter(executor=Node.Executor.SLURM).values_list("name", flat=True)
     unfinished = ReplicaAttempt.objects.exclude(state__in=ReplicaAttempt.FINAL_STATES)
     busy = set(unfinished.values_list("replica__job_id", flat=True))
-    for name in nodes:
-        checkpoints_remove_ended(name, busy_job_ids=busy)
+    checkpoints_remove_ended(SLURM_STORAGE, busy_job_ids=busy)

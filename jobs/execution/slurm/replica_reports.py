@@ -42,7 +42,7 @@ def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
 
 
 def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
-    folders = [AttemptFolder(a.node.name, a.pk) for a in group]
+    folders = [AttemptFolder.of(a) for a in group]
     for attempt, folder in zip(group, folders, strict=True):
         started = first_phase_start(attempt, folder)
         if started is not None:
@@ -98,7 +98,7 @@ def report_progress(
 
 
 def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
-    folders = {a.pk: AttemptFolder(a.node.name, a.pk) for a in group}
+    folders = {a.pk: AttemptFolder.of(a) for a in group}
     exits = {a.pk: folders[a.pk].read("exit") for a in group}
     failed = [a for a in group if exits[a.pk] and exits[a.pk]["exit_code"]]
     peer_failed = _failed_replica(group, slurm_job.job_id, failed)

@@ -167,7 +167,8 @@ KEEP = 'keep() { if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n -- "$@
 
 def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> str:
     def keep(plan: ReplicaPlan) -> str:
-        return f"keep {shlex.join(keeper_argv(python, plan.attempt_folder))}"
+        # The keeper learns its node from Slurm: the plan names none.
+        return f'keep {shlex.join(keeper_argv(python, plan.attempt_folder))} "$SLURMD_NODENAME"'
 
     if len(plans) == 1:
         return f"#!/bin/bash\n{KEEP}\n{keep(plans[0])}\n"

@@ -101,7 +101,7 @@ def submit_attempts(attempt_ids: list[int]) -> None:
 def submit_group(group: list[ReplicaAttempt]) -> str | None:
     """The Slurm job id of this job attempt, submitting it if Slurm has none by its name."""
     lead = group[0]
-    folder = AttemptFolder(lead.node.name, lead.pk)
+    folder = AttemptFolder.of(lead)
     with folder.lock():
         group = _reload(group)
         recorded = next((a.external_id for a in group if a.external_id), "")
@@ -190,7 +190,7 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
     the phases' bwrap lines from ``keeper.json``; the rest is prepared here.
     """
     job = attempt.replica.job
-    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    folder = AttemptFolder.of(attempt)
     folder.path.mkdir(parents=True, exist_ok=True)
     os.chmod(folder.path, 0o711)  # the job's uid may reach its command file, nothing else
     mounts, missing = replica_mounts(attempt, None)
@@ -219,10 +219,9 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
         keeper.PLAN,
         {
             "attempt_id": attempt.pk,
-            "node": attempt.node.name,
             "settings": {name: _plain(getattr(settings, name)) for name in keeper.NODE_SETTINGS},
             "published": {str(host): inside for host, inside in published_ports(attempt).items()},
-            "peers": [str(AttemptFolder(a.node.name, a.pk).path) for a in group if a != attempt],
+            "peers": [str(AttemptFolder.of(a).path) for a in group if a != attempt],
             "mounts": {
                 "code": str(mounts.code) if mounts.code else None,
                 "output": str(mounts.output),
@@ -306,7 +305,7 @@ def stop_attempts(attempt_ids: list[int], *, reason: Reason, kind: str = State.S
         preempted = lead.replica.job.preempt_requested_at is not None
         seconds = site.preempt_grace_seconds if preempted else site.stop_grace_seconds
         grace = timedelta(seconds=seconds)
-        with AttemptFolder(lead.node.name, lead.pk).lock():
+        with AttemptFolder.of(lead).lock():
             group = _reload(group)
             for attempt in group:
                 if attempt.state in ReplicaAttempt.FINAL_STATES:
@@ -321,7 +320,7 @@ def stop_attempts(attempt_ids: list[int], *, reason: Reason, kind: str = State.S
 
 
 def remember_stop(attempt: ReplicaAttempt, *, kind: str, reason: Reason, grace: timedelta) -> dict:
-    folder = AttemptFolder(attempt.node.name, attempt.pk)
+    folder = AttemptFolder.of(attempt)
     stop = folder.read("stop")
     if stop is None:
         now = timezone.now()

@@ -154,7 +154,7 @@ def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
     """(what there is to report, "" for nothing; every replica exited), from files alone."""
     started = training = exited = placed = 0
     for attempt in group:
-        folder = AttemptFolder(attempt.node.name, attempt.pk)
+        folder = AttemptFolder.of(attempt)
         if folder.exists("exit"):
             exited += 1
             continue
@@ -189,14 +189,14 @@ def _observe(
 ) -> None:
     job = group[0].replica.job
     if is_pending(slurm_job):
-        if any(AttemptFolder(a.node.name, a.pk).exists("stop") for a in group):
+        if any(AttemptFolder.of(a).exists("stop") for a in group):
             send_stop([slurm_job.job_id])  # nothing runs yet: no grace
         else:
             _note_pending(job, slurm_job, position)
         return
     if slurm_job.start_time is not None:
         for attempt in group:
-            folder = AttemptFolder(attempt.node.name, attempt.pk)
+            folder = AttemptFolder.of(attempt)
             started = first_phase_start(attempt, folder) or slurm_job.start_time
             report_progress(attempt, folder, slurm_job.job_id, started)
     if has_ended(slurm_job):
@@ -228,7 +228,7 @@ def _enforce_stops(
     """KILL after the grace, and Trainyard's own deadline."""
     stops = []
     for attempt in group:
-        folder = AttemptFolder(attempt.node.name, attempt.pk)
+        folder = AttemptFolder.of(attempt)
         stop = folder.read("stop")
         if stop is None and _past_own_deadline(attempt, now):
             minutes = attempt.replica.job.max_runtime_minutes
