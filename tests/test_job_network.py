@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.execution.replica.network import reachable_address
 from jobs.models import Job, JobPort, PortAllocation
 from tests.agent_support import attempts_of, cpu_job, place, wait_for_state
@@ -149,7 +149,7 @@ def test_job_cannot_take_a_port_of_the_host(site):
         port = probe.getsockname()[1]
     job = site.wait(site.start(BIND.format(port=port)), Job.State.RUNNING)
     wait_until(
-        (replica_output_dir(site.node.name, job.pk, 0) / "bound").exists,
+        (replica_output_dir(storage_name(site.node), job.pk, 0) / "bound").exists,
         what="the job's bind",
         timeout=30,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.execution.files import replica_output_dir
+from jobs.execution.files import replica_output_dir, storage_name
 from jobs.models import Job
 from tests.agent_support import attempts_of
 from tests.test_hostile_jobs import assert_platform_fine
@@ -27,9 +27,8 @@ def test_writing_past_the_storage_limit_ends_the_job_with_that_reason(site):
     assert attempt.reason.startswith("Storage limit exceeded:"), attempt.reason
     assert "of 2 GiB" in attempt.reason
     assert not attempt.platform_fault
-    written = sum(
-        path.stat().st_size for path in replica_output_dir(site.node.name, job.pk, 0).iterdir()
-    )
+    output = replica_output_dir(storage_name(site.node), job.pk, 0)
+    written = sum(path.stat().st_size for path in output.iterdir())
     assert written <= 2 * 1024**3 + 2 * 268435456  # the bound: what it writes in a watch period
     assert_platform_fine(site)
 
