@@ -51,16 +51,16 @@ def pick_attempt(
     return next((a for a in of_replica if a.number == number), None)
 
 
+def attempt_log_file(attempt: ReplicaAttempt) -> Path:
+    return attempt_log_path(storage_name(attempt.node), attempt.pk)
+
+
 def attempt_log(attempt: ReplicaAttempt, *, lines: int = DEFAULT_TAIL_LINES) -> str:
-    return log_tail(attempt_log_path(storage_name(attempt.node), attempt.pk), lines=lines)
+    return log_tail(attempt_log_file(attempt), lines=lines)
 
 
 def attempt_log_search(attempt: ReplicaAttempt, needle: str, *, lines: int) -> LogSearch:
-    return log_search(attempt_log_path(storage_name(attempt.node), attempt.pk), needle, lines=lines)
-
-
-def attempt_log_file(attempt: ReplicaAttempt):
-    return attempt_log_path(storage_name(attempt.node), attempt.pk)
+    return log_search(attempt_log_file(attempt), needle, lines=lines)
 
 
 @dataclass
