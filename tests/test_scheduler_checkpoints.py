@@ -65,3 +65,33 @@ def test_no_preference_when_checkpoints_are_on_shared_storage(nodes, settings, t
 
     assert Replica.objects.get(job=job).node == exact  # best fit: the checkpoint follows
     assert "without its checkpoint" not in fresh(job).state_reason
+
+
+def test_no_preference_for_a_job_that_ran_on_slurm(nodes):
+    """A Slurm attempt's checkpoint lies in the cluster's shared folder (``_slurm``), so
+    it follows the job to whichever Slurm node it starts on next."""
+    v100, exact, roomy = nodes
+    for node in (exact, roomy):
+        node.executor = "slurm"
+        node.save(update_fields=["executor"])
+    job = requeued(v100, ran_on=roomy)
+
+    run_pass()
+
+    assert Replica.objects.get(job=job).node == exact  # best fit, as for a new job
+    assert "without its checkpoint" not in fresh(job).state_reason
+
+
+def test_a_job_that_ran_on_slurm_says_nothing_of_its_checkpoint_when_placed_elsewhere(nodes):
+    v100, exact, roomy = nodes
+    for node in (exact, roomy):
+        node.executor = "slurm"
+        node.save(update_fields=["executor"])
+    JobFactory(gpu_model=v100, gpu_count=2)  # fills roomy
+    run_pass()
+    job = requeued(v100, ran_on=roomy)
+
+    run_pass()
+
+    assert Replica.objects.get(job=job).node == exact
+    assert fresh(job).state_reason == "Starting on exact (cards 0)"
