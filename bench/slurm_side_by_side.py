@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \\
         .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5] \\
-        [--ways abcd] [--reaction 0]
+        [--ways abcd] [--pairs 5] [--reaction 0] [--sleep 1]
 
 (a) straight to Slurm: ``sbatch`` from here, one card, 12 CPUs and 56 GiB each;
 (b) through Trainyard's API (gunicorn) with the Slurm executor on the 4-node
@@ -79,6 +79,9 @@ def main() -> None:
         "--ways", default="abcd", help="which of (a), (b), (c), (d) to run; (a) always runs"
     )
     parser.add_argument(
+        "--pairs", type=int, default=1, help="interleaved (a)/(b) runs; medians are compared"
+    )
+    parser.add_argument(
         "--reaction",
         type=float,
         default=0,
@@ -111,22 +114,29 @@ def main() -> None:
     settings.TRAINYARD_DATA_ROOT = roots / "data"
     processes: list[subprocess.Popen] = []
     try:
-        results = {"a": run_all_at_once(args, roots / "a", conf=CONF)}
-        if "d" in args.ways:
-            results["d"] = run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)
         env = trainyard_env(args, roots, prefix)
         token, slurm_nodes = cast()
         port = start_trainyard(env, roots, processes)
-        if "b" in args.ways:
-            results["b"] = run_api(args, port, token, "b")
+        results: dict[str, list[Result]] = {"a": [], "b": []}
+        # Interleaved, so that a slow minute of the machine falls on both ways alike.
+        for pair in range(args.pairs):
+            results["a"].append(run_all_at_once(args, roots / f"a{pair}", conf=CONF))
+            if "b" in args.ways:
+                cpu = sessions_cpu_seconds(processes)
+                results["b"].append(run_api(args, port, token, f"b{pair}"))
+                cpu = sessions_cpu_seconds(processes) - cpu
+                per_job = cpu / args.jobs * 1000
+                print(f"(b{pair}) Trainyard's CPU: {cpu:.1f} s, {per_job:.0f} ms a job")
+        if "d" in args.ways:
+            results["d"] = [run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)]
         if "c" in args.ways:
             local_nodes = switch_to_local(slurm_nodes)
             agent = ["manage.py", "run_agent", "--concurrency", "4"]
             agent += [arg for node in local_nodes for arg in ("--node", node)]
             processes.append(spawn(agent, env, roots / "agent.log"))
             wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
-            results["c"] = run_api(args, port, token, "c")
-        report(args, results)
+            results["c"] = [run_api(args, port, token, "c")]
+        report(args, {key: runs for key, runs in results.items() if runs})
     finally:
         for process in processes:
             stop(process)
@@ -295,6 +305,22 @@ def switch_to_local(slurm_nodes: list[str]) -> list[str]:
     return names
 
 
+def sessions_cpu_seconds(processes: list[subprocess.Popen]) -> float:
+    """CPU time used so far by every process of these sessions (each was started in a
+    session of its own: gunicorn and its workers, Celery and its pool), reaped children
+    included."""
+    sessions = {process.pid for process in processes}
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) in sessions:  # the session id (field 6 of stat(5))
+            ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def cancel_slurm_jobs(prefixes: list[str]) -> None:
     from jobs.execution.slurm import cli
 
@@ -307,11 +333,13 @@ def cancel_slurm_jobs(prefixes: list[str]) -> None:
         pass
 
 
-def report(args, results: dict[str, Result]) -> None:
-    a = results["a"]
+def report(args, results: dict[str, list[Result]]) -> None:
+    """Every run, then each way's medians and their ratios to (a)'s (and, with pairs, the
+    median of each pair's own ratio)."""
     print(
         f"{args.jobs} one-card `sleep {args.sleep:g}` jobs, {args.clients} submitting at once, "
-        f"4 nodes × 4 V100; poll {args.poll} s; {os.cpu_count()} CPUs"
+        f"4 nodes × 4 V100; poll {args.poll} s; {os.cpu_count()} CPUs; "
+        f"look-ahead {os.environ.get('TRAINYARD_SLURM_LOOKAHEAD') or 'default'}"
     )
     titles = {
         "a": "(a) sbatch straight",
@@ -320,21 +348,28 @@ def report(args, results: dict[str, Result]) -> None:
         "d": f"(d) sbatch when a card frees, +{args.reaction:g} s",
     }
     print(f"{'':38}{'wall s':>9}{'starts/s':>10}{'median delay s':>16}{'started':>9}")
-    for key, result in results.items():
-        print(
-            f"{titles[key]:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
-            f"{result.median_delay_s:16.2f}{result.started:9d}"
-        )
+    for key, runs in results.items():
+        for number, result in enumerate(runs, start=1):
+            title = f"{titles[key]} #{number}" if len(runs) > 1 else titles[key]
+            print(
+                f"{title:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
+                f"{result.median_delay_s:16.2f}{result.started:9d}"
+            )
+    median = statistics.median
+    a_wall = median(r.wall_s for r in results["a"])
+    a_delay = median(r.median_delay_s for r in results["a"])
+    print(f"(a) medians: wall {a_wall:.1f} s, submit-to-start {a_delay:.2f} s")
     for key in sorted(set(results) - {"a"}):
-        result = results[key]
-        print(
-            f"({key})/(a): wall {result.wall_s / a.wall_s:.2f}, "
-            f"starts/s {result.starts_per_s / a.starts_per_s:.2f}, "
-            f"median delay {result.median_delay_s / a.median_delay_s:.2f}"
+        runs = results[key]
+        wall, delay = median(r.wall_s for r in runs), median(r.median_delay_s for r in runs)
+        line = (
+            f"({key})/(a): wall {wall / a_wall:.2f} (medians {wall:.1f} / {a_wall:.1f} s), "
+            f"submit-to-start {delay:.2f} s against {a_delay:.2f} s ({delay - a_delay:+.2f} s)"
         )
-    if "b" in results and "d" in results:
-        b, d = results["b"], results["d"]
-        print(f"(b)/(d): wall {b.wall_s / d.wall_s:.2f}")
+        if len(runs) == len(results["a"]) > 1:
+            ratios = [b.wall_s / a.wall_s for a, b in zip(results["a"], runs, strict=True)]
+            line += f"; per pair {', '.join(f'{r:.2f}' for r in ratios)}"
+        print(line)
 
 
 if __name__ == "__main__":
