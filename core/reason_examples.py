@@ -46,6 +46,10 @@ EXAMPLES = {
     "start": {"placement": {"code": "start.node_cards", "params": {"node": "p4-03", "cards": "0"}}},
     "start.borrowed": {"placement": {"code": "start.node", "params": {"node": "p4-03"}}},
     "start.away": {"start": _STARTING, "nodes": "p4-01"},
+    "start.slurm": {"model": "V100"},
+    "start.slurm_node": {
+        "placement": {"code": "start.node_cards", "params": {"node": "p4-03", "cards": "0"}}
+    },
     "start.node_cards": {"node": "p4-03", "cards": "0, 1"},
     "start.node": {"node": "p4-01"},
     "start.more": {"first": "p4-03", "rest": "p4-04"},
@@ -110,6 +114,7 @@ EXAMPLES = {
         "reason": {"code": "wait.node", "params": {"what": _CARDS}},
         "cards": _CARDS,
     },
+    "slurm.lookahead": {"model": "V100", "waiting": 16},
     "slurm.queued": {"id": 42, "reason": {"code": "slurm.why.resources", "params": {}}},
     "slurm.why.resources": {},
     "slurm.why.priority": {},

@@ -88,6 +88,8 @@ MESSAGES = {
     "start.away": _(
         "%(start)s; without its checkpoint, which stays on %(nodes)s (not free for it now)"
     ),
+    "start.slurm": _("Submitted to Slurm, which picks the %(model)s node and cards"),
+    "start.slurm_node": _("Slurm started it on %(placement)s"),
     "start.node_cards": _("%(node)s (cards %(cards)s)"),
     "start.node": _("%(node)s"),
     "start.more": _("%(first)s; %(rest)s"),
@@ -194,6 +196,10 @@ MESSAGES = {
         "and nftables and runs `manage.py job_network install` as root (make run does)."
     ),
     # Slurm (jobs/execution/slurm/).
+    "slurm.lookahead": _(
+        "Waiting its turn to enter Slurm's queue: %(waiting)s %(model)s jobs admitted before "
+        "it wait there (Trainyard's queue order decides who enters next)"
+    ),
     "slurm.queued": _("Slurm job %(id)s is waiting in Slurm's queue: %(reason)s."),
     # Why, as Slurm says (jobs/execution/slurm/pending.py)
     "slurm.why.resources": _("the resources it needs are in use by other Slurm jobs"),

@@ -42,7 +42,10 @@ def job_connect_points(job: Job) -> list[dict]:
     """Where others reach each open port while the job is placed: the node's address and
     the host port that publishes it, per replica (none once the job has released them)."""
     allocations = (
-        PortAllocation.objects.filter(replica__job=job, job_port__isnull=False)
+        # A replica Slurm has yet to place has no address yet.
+        PortAllocation.objects.filter(
+            replica__job=job, job_port__isnull=False, replica__node__isnull=False
+        )
         .select_related("replica__node")
         .order_by("job_port", "replica__index")
     )

@@ -155,7 +155,15 @@ def slurm_gpu_node(v100, **held) -> Node:
     return node
 
 
+def placed_by_trainyard(v100) -> None:
+    """A local-agent node (down) serves V100 too: Trainyard places its jobs, on Slurm's
+    nodes as well, and counts what is held outside (a model only Slurm serves is
+    Slurm's to place: ``test_a_job_slurm_places_enters_slurm_whatever_is_held_outside``)."""
+    NodeFactory(name="local", gpu_model=v100, gpu_count=4, state=Node.State.DOWN)
+
+
 def test_the_pass_takes_the_cards_held_outside_from_the_highest_free_ones(v100):
+    placed_by_trainyard(v100)
     node = slurm_gpu_node(
         v100, gpu_held_outside=2, cpu_held_outside_milli=8_000, memory_held_outside_mib=16 * GIB
     )
@@ -178,6 +186,7 @@ def test_the_pass_takes_the_cards_held_outside_from_the_highest_free_ones(v100):
 
 
 def test_cpu_and_memory_held_outside_keep_a_job_waiting(v100):
+    placed_by_trainyard(v100)
     slurm_gpu_node(v100, cpu_held_outside_milli=46_000)
     job = JobFactory(gpu_model=v100, gpu_count=1, cpu_milli=4_000, memory_mib=GIB)
     run_pass()
@@ -186,6 +195,7 @@ def test_cpu_and_memory_held_outside_keep_a_job_waiting(v100):
 
 
 def test_a_job_that_waits_on_cards_held_outside_trainyard_says_so(v100):
+    placed_by_trainyard(v100)
     slurm_gpu_node(v100, gpu_held_outside=3)
     job = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=2_000, memory_mib=GIB)
     run_pass()
@@ -195,6 +205,14 @@ def test_a_job_that_waits_on_cards_held_outside_trainyard_says_so(v100):
     )
     with translation.override("zh-hans"):
         assert "Trainyard 之外的任务占用" in fresh(job).reason_text
+
+
+def test_a_job_slurm_places_enters_slurm_whatever_is_held_outside(v100):
+    """Slurm sees what its other jobs hold; the job waits there, in Slurm's words."""
+    slurm_gpu_node(v100, gpu_held_outside=3)
+    job = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=2_000, memory_mib=GIB)
+    run_pass()
+    assert fresh(job).state_reason == "Submitted to Slurm, which picks the V100 node and cards"
 
 
 def test_free_panel_counts_what_is_held_outside_as_taken(v100, owner):

@@ -67,13 +67,20 @@ def test_no_preference_when_checkpoints_are_on_shared_storage(nodes, settings, t
     assert "without its checkpoint" not in fresh(job).state_reason
 
 
+def on_slurm(v100, *nodes) -> None:
+    """These nodes are Slurm's; a local-agent node (down) serves the model too, so
+    Trainyard still places its jobs (``lookahead.py``) rather than Slurm."""
+    for node in nodes:
+        node.executor = "slurm"
+        node.save(update_fields=["executor"])
+    NodeFactory(name="local-down", gpu_model=v100, gpu_count=1, state="down")
+
+
 def test_no_preference_for_a_job_that_ran_on_slurm(nodes):
     """A Slurm attempt's checkpoint lies in the cluster's shared folder (``_slurm``), so
     it follows the job to whichever Slurm node it starts on next."""
     v100, exact, roomy = nodes
-    for node in (exact, roomy):
-        node.executor = "slurm"
-        node.save(update_fields=["executor"])
+    on_slurm(v100, exact, roomy)
     job = requeued(v100, ran_on=roomy)
 
     run_pass()
@@ -84,9 +91,7 @@ def test_no_preference_for_a_job_that_ran_on_slurm(nodes):
 
 def test_a_job_that_ran_on_slurm_says_nothing_of_its_checkpoint_when_placed_elsewhere(nodes):
     v100, exact, roomy = nodes
-    for node in (exact, roomy):
-        node.executor = "slurm"
-        node.save(update_fields=["executor"])
+    on_slurm(v100, exact, roomy)
     JobFactory(gpu_model=v100, gpu_count=2)  # fills roomy
     run_pass()
     job = requeued(v100, ran_on=roomy)

@@ -21,7 +21,7 @@ from jobs.models import Job, Replica
 from resources.free import free_resources_refresh
 from resources.models import Node
 from resources.services import node_set_state
-from tests.agent_support import wait_for_state
+from tests.agent_support import attempts_of, wait_for_state
 from tests.factories import JobFactory, UserFactory
 from tests.support.waiting import wait_until
 
@@ -97,7 +97,9 @@ def test_a_job_outside_trainyard_holds_cards_that_the_sync_and_the_free_panel_co
     assert "3 cards, 4 cores, 8 GiB" in row
 
 
-def test_a_trainyard_job_that_fits_only_on_cards_held_outside_waits_in_trainyard(slurm, outside):
+def test_a_job_that_fits_only_on_cards_held_outside_waits_inside_slurm_in_its_words(slurm, outside):
+    """Slurm places it: it waits in Slurm's queue behind the job outside Trainyard, off the
+    nodes a Trainyard admin drained (``--exclude``), and starts where Slurm frees cards."""
     gpu04 = slurm.nodes[3]
     for node in slurm.nodes[:3]:  # drained here only: Slurm's view of them stays
         node_set_state(node=node, state=Node.State.DRAINING, reason="Not for this test")
@@ -112,20 +114,27 @@ def test_a_trainyard_job_that_fits_only_on_cards_held_outside_waits_in_trainyard
         memory_mib=2048,
         command="sleep 30",
     )
-    job = wait_for_state(job, Job.State.RESOURCE_WAIT, slurm.worker, timeout=WAIT)
-    assert job.state_reason.startswith(
-        "Waiting for resources: needs a node with 2 free V100 cards; none has them"
+    waiting = wait_until(
+        lambda: [a for a in attempts_of(job) if a.external_id], what="in Slurm", timeout=WAIT
     )
-    assert not Replica.objects.filter(job=job).exists()
-    assert slurm.jobs() == {}  # never handed to Slurm to pend there
+    slurm_id = waiting[0].external_id
+    words = (
+        f"Slurm job {slurm_id} is waiting in Slurm's queue: "
+        "the resources it needs are in use by other Slurm jobs."
+    )
+    wait_until(lambda: Job.objects.get(pk=job.pk).state_reason == words, what=words, timeout=WAIT)
+    assert Replica.objects.get(job=job).node is None
+    assert slurm.jobs()[slurm_id].state == "PENDING"
 
     cli.cancel([foreign_id])
-    wait_until(lambda: nothing_allocated(gpu04.name), what="the sbatch job gone")
-    assert gpu04.name in inventory_sync().held_outside  # which asks for a pass
     job = wait_for_state(job, Job.State.RUNNING, slurm.worker, timeout=WAIT)
     assert [r.node_id for r in Replica.objects.filter(job=job)] == [gpu04.pk]
 
     # Trainyard's own Slurm job is not outside Trainyard, though Slurm counts it.
-    assert slurm_node(gpu04.name).gpus_allocated == 2
+    wait_until(lambda: nothing_allocated_but(gpu04.name, cards=2), what="only ours on gpu04")
     inventory_sync()
     assert held(gpu04) == (0, 0, 0)
+
+
+def nothing_allocated_but(name: str, *, cards: int) -> bool:
+    return slurm_node(name).gpus_allocated == cards

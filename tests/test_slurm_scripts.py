@@ -61,6 +61,34 @@ def test_sbatch_line_pins_nodes_and_asks_for_the_replicas_resources(tmp_path):
         assert expected in argv
 
 
+def test_a_job_slurm_places_names_no_node_and_carries_trainyards_order(tmp_path):
+    [plan] = plans(tmp_path, 1)
+    unplaced = scripts.ReplicaPlan(**{**plan.__dict__, "node_name": ""})
+    request = scripts.Request(**{**REQUEST.__dict__, "nice": 1200})
+
+    argv = scripts.sbatch_argv(
+        [unplaced],
+        name="ty-j5-r0-a1",
+        request=request,
+        partition="p",
+        account="",
+        exclude=["gpu03", "gpu07"],
+    )
+    pinned = scripts.sbatch_argv(
+        plans(tmp_path, 1),
+        name="ty-j6-r0-a1",
+        request=REQUEST,
+        partition="p",
+        account="",
+        exclude=["gpu03"],
+    )
+
+    assert not [arg for arg in argv if arg.startswith("--nodelist")]
+    assert "--nice=1200" in argv and "--gres=gpu:v100:2" in argv
+    assert "--exclude=gpu03,gpu07" in argv  # closed by a Trainyard admin
+    assert "--nodelist=gpu01" in pinned and not [a for a in pinned if a.startswith("--exclude")]
+
+
 def test_variables_shared_by_every_replica_travel_with_sbatch_the_others_in_each_script(tmp_path):
     both = plans(tmp_path, 2)
     shared = scripts.shared_environment(both)

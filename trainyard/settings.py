@@ -391,6 +391,9 @@ TRAINYARD_SLURM_COMMAND_TIMEOUT = float(os.environ.get("TRAINYARD_SLURM_COMMAND_
 TRAINYARD_SLURM_TRACK_SECONDS = float(os.environ.get("TRAINYARD_SLURM_TRACK_SECONDS", "1"))
 # Seconds between two `squeue` calls of the tracking (what only Slurm knows), and inventory syncs.
 TRAINYARD_SLURM_QUERY_SECONDS = float(os.environ.get("TRAINYARD_SLURM_QUERY_SECONDS", "5"))
+# How many admitted jobs of one GPU model may wait inside Slurm at once (Slurm places
+# them); empty or 0: the model's cards on Slurm nodes (``jobs/scheduler/lookahead.py``).
+TRAINYARD_SLURM_LOOKAHEAD = int(os.environ.get("TRAINYARD_SLURM_LOOKAHEAD") or 0)
 TRAINYARD_SLURM_SYNC_SECONDS = float(os.environ.get("TRAINYARD_SLURM_SYNC_SECONDS", "60"))
 # Tracking and the inventory need the Slurm tools this turns on: without it beat sends them
 # nothing (a Slurm node only ever comes from the inventory, or from an admin under it).

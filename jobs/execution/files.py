@@ -37,8 +37,15 @@ SLURM_STORAGE = "_slurm"
 
 def storage_name(node) -> str:
     """The folder under ``TRAINYARD_NODE_ROOT`` that holds a node's attempts and outputs:
-    its own name for a local agent's node, ``SLURM_STORAGE`` for any Slurm node."""
-    return SLURM_STORAGE if node.executor == "slurm" else node.name
+    its own name for a local agent's node, ``SLURM_STORAGE`` for any Slurm node and for
+    no node (an attempt Slurm has yet to place)."""
+    return SLURM_STORAGE if node is None or node.executor == "slurm" else node.name
+
+
+def executor_of(node) -> str:
+    """The executor (``Node.executor``) that runs a replica on ``node``; Slurm's for no
+    node: only Slurm places a replica after it was started."""
+    return "slurm" if node is None else node.executor
 
 
 def node_root(node_name: str) -> Path:

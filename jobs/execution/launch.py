@@ -12,8 +12,10 @@ from django.utils import timezone
 
 from core.reasons import Reason
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
+from resources.models import Node
 
 from .executors import executor_for
+from .files import executor_of
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ def jobs_launch(job_ids: list[int]) -> list[int]:
 
     The jobs' rows are locked in id order (as every path locks a job before its
     attempts), so a stop or an exit report of one of them waits for this; each
-    job attempt is then handed to its executors on its own, as one Slurm job.
+    job attempt is then handed to its executors on its own, as one Slurm job, in the
+    order of ``job_ids``.
     """
     with transaction.atomic():
         jobs = {
@@ -66,9 +69,10 @@ def jobs_launch(job_ids: list[int]) -> list[int]:
         ReplicaAttempt.objects.bulk_create([a for _r, a in attempts if a.pk is None])
     by_job: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for replica, attempt in attempts:
-        by_job[replica.job_id][replica.node.executor].append(attempt.pk)
-    for executors in by_job.values():
-        for executor_name, attempt_ids in executors.items():
+        by_job[replica.job_id][executor_of(replica.node)].append(attempt.pk)
+    # In the order given (the pass's queue order): Slurm queues what it is handed first first.
+    for job_id in dict.fromkeys(job_ids):
+        for executor_name, attempt_ids in by_job.get(job_id, {}).items():
             executor_for(executor_name).start_attempts(attempt_ids)
     return [attempt.pk for _replica, attempt in attempts]
 
@@ -128,7 +132,7 @@ def job_stop_attempts(*, job_id: int, reason: Reason) -> None:
     )
     by_executor: dict[str, list[int]] = defaultdict(list)
     for attempt_id, executor_name in attempts.values_list("pk", "node__executor"):
-        by_executor[executor_name].append(attempt_id)
+        by_executor[executor_name or Node.Executor.SLURM].append(attempt_id)
     for executor_name, attempt_ids in by_executor.items():
         executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
 

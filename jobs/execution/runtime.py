@@ -81,8 +81,8 @@ def job_outputs(job: Job, attempts: list[ReplicaAttempt]) -> list[ReplicaOutputs
     nodes: dict[tuple[int, str], list[str]] = {}
     for attempt in attempts:
         ran_on = nodes.setdefault((attempt.replica.index, storage_name(attempt.node)), [])
-        if attempt.node.name not in ran_on:
-            ran_on.append(attempt.node.name)
+        if attempt.where not in ran_on:
+            ran_on.append(attempt.where)
     found = []
     checkpoints_listed: set[Path] = set()
     for (index, storage), names in nodes.items():
@@ -135,7 +135,7 @@ def job_log_tail(
         "job": job.pk,
         "replica": replica,
         "attempt": attempt.number,
-        "node": attempt.node.name,
+        "node": attempt.where,
         "state": attempt.state,
         "size_bytes": size,
         "lines": lines,

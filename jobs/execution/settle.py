@@ -35,6 +35,8 @@ from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, ReplicaAttempt
 from jobs.models.job import MAX_RETRIES
 
+from .files import executor_of
+
 Attempt = ReplicaAttempt
 State = ReplicaAttempt.State
 MAX_PLATFORM_RESTARTS = MAX_RETRIES
@@ -127,7 +129,8 @@ def _exit_of(reason: Reason) -> Reason | None:
 
 
 def _replace_or_fail(*, job: Job, lost: ReplicaAttempt) -> None:
-    what = {"index": lost.replica.index, "node": lost.node.name, "reason": lost.reason_value}
+    node = lost.node.name if lost.node else "Slurm"  # lost before Slurm placed it
+    what = {"index": lost.replica.index, "node": node, "reason": lost.reason_value}
     if _tries_with(job, platform_fault=True) > MAX_PLATFORM_RESTARTS:
         _finish(job, Job.State.FAILED, Reason("lost.final", what))
         return
@@ -182,7 +185,7 @@ def _stop_peers(*, job: Job, peers: list[ReplicaAttempt], cause: ReplicaAttempt)
     reason = Reason("stopped.peer", {"index": cause.replica.index, "state": state})
     by_executor: dict[str, list[int]] = {}
     for peer in peers:
-        by_executor.setdefault(peer.node.executor, []).append(peer.pk)
+        by_executor.setdefault(executor_of(peer.node), []).append(peer.pk)
 
     transaction.on_commit(
         lambda: peers_to_stop.send(sender=Job, attempt_ids_by_executor=by_executor, reason=reason)

@@ -56,8 +56,15 @@ class ReplicaAttempt(models.Model):
 
     replica = models.ForeignKey(Replica, on_delete=models.CASCADE, related_name="attempts")
     number = models.PositiveSmallIntegerField(_("attempt"))
+    # None while Slurm has yet to place it (``jobs/scheduler/lookahead.py``): Slurm's node
+    # is recorded when it starts there.
     node = models.ForeignKey(
-        "resources.Node", on_delete=models.PROTECT, related_name="attempts", verbose_name=_("node")
+        "resources.Node",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="attempts",
+        verbose_name=_("node"),
     )
     state = models.CharField(
         _("state"), max_length=16, choices=State.choices, default=State.PENDING, db_index=True
@@ -103,6 +110,11 @@ class ReplicaAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.replica} attempt {self.number}"
+
+    @property
+    def where(self) -> str:
+        """Its node's name, or that Slurm has yet to place it."""
+        return self.node.name if self.node is not None else str(_("Slurm, not placed yet"))
 
     @property
     def reason_text(self) -> str:

@@ -13,6 +13,7 @@ from datetime import datetime
 from jobs.models import Job
 
 from .forecast import forecast_starts
+from .lookahead import LOOKAHEAD_REASON
 from .reasons import ResourceReasons
 from .writes import Waiting
 
@@ -21,12 +22,20 @@ def waiting_changes(scheduling, *, step) -> list[Waiting]:
     """The changes to write for ``scheduling``'s (the pass's) jobs that did not start;
     ``step``: what a pass at a later moment would start (the forecast's)."""
     started = {start.job.pk for start in scheduling.starts}
+    # Behind the look-ahead, a job waits for Slurm to start the jobs inside its queue,
+    # which hold nothing in Trainyard's view yet: a replay would start it at once. No
+    # estimate until one is seeded with Slurm's (docs/slurm-placement.md, step 4).
+    unforeseen = started | {
+        pk
+        for pk, (_state, reason) in scheduling.outcomes.items()
+        if getattr(reason, "code", "") == LOOKAHEAD_REASON
+    }
     reasons = ResourceReasons(scheduling.cluster)
     estimates = forecast_starts(
         now=scheduling.now,
         cluster=scheduling.cluster,
         quotas=scheduling.quotas,
-        jobs=[job for job in scheduling.jobs if job.pk not in started],
+        jobs=[job for job in scheduling.jobs if job.pk not in unforeseen],
         releases=scheduling.releases(),
         step=step,
     )

@@ -31,6 +31,7 @@ from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nod
 from .cluster import Cluster, NodeState, ReplicaUse, typical_of
 from .explain import waiting_changes
 from .forecast import likely_end
+from .lookahead import Lookahead, submit_for_slurm
 from .placement import Shape, place
 from .ports import PortPool
 from .preemption import Borrowing, choose_victims
@@ -82,6 +83,7 @@ class SchedulingPass:
         scheduling = cls(now=now, cluster=cluster, jobs=jobs)
         scheduling.ran_on = previous_nodes(jobs)
         scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
+        scheduling.lookahead = Lookahead.load() if jobs else None
         return scheduling
 
     def __init__(
@@ -124,6 +126,7 @@ class SchedulingPass:
         self.reclaiming: list[WaitingJob] = []
         self.victim_nodes: dict[int, set[int]] = {}  # reclaiming job -> its victims' nodes
         self.claims: dict[int, Claim] = {}  # reclaiming job -> where it starts (``reclaim``)
+        self.lookahead: Lookahead | None = None  # jobs Slurm places (live passes only)
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -174,6 +177,8 @@ class SchedulingPass:
             return  # it waits for its victims (``reclaim.py``)
         if job.pk in self.claims:
             self._start(job, self.claims[job.pk].uses, ends)
+            return
+        if submit_for_slurm(self, job, shape):
             return
         cached = self._failed_before(shape, job.max_runtime_minutes)
         uses = None if cached is not None else self._place_again(job, shape, ends)

@@ -37,6 +37,11 @@ class Start:
     host_ports: tuple[int, ...]
     borrowed: bool = False  # preemptible, beyond its owner's quota
     away_from_checkpoint: tuple[str, ...] = ()  # nodes holding checkpoints it starts without
+    slurm_model: str | None = None  # no ``uses``: submitted for Slurm to place on this model
+
+    @property
+    def replicas(self) -> int:
+        return len(self.uses) if self.slurm_model is None else self.job.request.replicas
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,8 @@ def _kind(reason: str) -> str:
 
 
 def _start_reason(start: Start, cluster: Cluster) -> Reason:
+    if start.slurm_model is not None:
+        return Reason("start.slurm", {"model": start.slurm_model})
     parts = []
     for use in start.uses:
         name = cluster.nodes[use.node_pk].name
@@ -234,7 +241,9 @@ def _write_replicas(starts: list[Start]) -> dict[tuple[int, int], int]:
     }
     new, moved = [], []
     for start in starts:
-        for index, use in enumerate(start.uses):
+        # Slurm-placed: no node until Slurm starts it (``slurm/placed.py`` records it).
+        uses = start.uses or [ReplicaUse(None, 0, 0, 0)] * start.replicas
+        for index, use in enumerate(uses):
             cards = [card.index for card in use.cards]
             pk = existing.get((start.job.pk, index))
             if pk is None:
@@ -305,9 +314,9 @@ def _write_ports(starts: list[Start], replica_ids: dict[tuple[int, int], int]) -
     rows = []
     for start in starts:
         host_ports = iter(start.host_ports)
-        for index in range(len(start.uses)):
+        for index in range(start.replicas):
             replica_id = replica_ids[start.job.pk, index]
-            if index == 0 and len(start.uses) > 1:
+            if index == 0 and start.replicas > 1:
                 rows.append((replica_id, None, next(host_ports)))
             rows.extend((replica_id, port, next(host_ports)) for port in start.job.ports)
     insert_rows(PortAllocation, fields=["replica", "job_port", "host_port"], rows=rows)

@@ -131,7 +131,7 @@ def main(folder: Path, node: str) -> int:
 def refuse(folder: Path, plan: dict, *, kind: str, problem: str, node_fault: bool = True) -> int:
     from jobs.execution.replica.runner import log_line, write_json
 
-    refusal = {"kind": kind, "problem": problem, "node_fault": node_fault}
+    refusal = {"kind": kind, "problem": problem, "node_fault": node_fault, "node": plan["node"]}
     write_json(folder / f"{REFUSED}.json", refusal)
     log_fd = _open_log(plan)
     if kind == "image":

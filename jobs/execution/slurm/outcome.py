@@ -89,7 +89,7 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
         return _image_refused(record.refused, attempt, exit_code)
     if record.refused:
         # As on the local agent: the node's fault, and the job is placed again.
-        reason = isolation_refusal(attempt.node.name, record.refused["problem"])
+        reason = isolation_refusal(node_name(attempt), record.refused["problem"])
         return Outcome(State.FAILED, exit_code, reason, platform_fault=True)
     if record.stop:
         # What Trainyard asked for, in its own words, as the local agent reports it.
@@ -106,7 +106,7 @@ def outcome(slurm_job: SlurmJob, record: ReplicaRecord, *, attempt: ReplicaAttem
 def _image_refused(refused: dict, attempt: ReplicaAttempt, exit_code: int | None) -> Outcome:
     name = image_name(attempt.replica.job)
     if refused.get("node_fault"):
-        params = {"node": attempt.node.name, "image": name, "error": refused["problem"]}
+        params = {"node": node_name(attempt), "image": name, "error": refused["problem"]}
         return Outcome(State.FAILED, exit_code, Reason("image.node", params), platform_fault=True)
     params = {"image": name, "error": refused["problem"]}
     return Outcome(State.FAILED, exit_code, Reason("image.broken", params))
@@ -143,3 +143,8 @@ def _failure_detail(record: ReplicaRecord, exit_code: int | None) -> Reason:
 def describe_exit(exit_code: int | None) -> str:
     """As the local runner words it: ``exit code 137 (SIGKILL)``."""
     return describe(exit_code if exit_code is not None else 1)[1]
+
+
+def node_name(attempt: ReplicaAttempt) -> str:
+    """Its node, or "Slurm" for one that ended before Slurm's node was known."""
+    return attempt.node.name if attempt.node else "Slurm"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from jobs.execution.nodes import node_cannot_isolate
@@ -20,14 +21,16 @@ from resources.models import Node
 
 from . import cli
 from .outcome import ReplicaRecord, outcome
+from .placed import record_where_started
 
 State = ReplicaAttempt.State
 Phase = ReplicaAttempt.Phase
 
 
 def unfinished_attempts():
+    """Those on Slurm nodes, and those Slurm has yet to place (no node)."""
     return (
-        ReplicaAttempt.objects.filter(node__executor=Node.Executor.SLURM)
+        ReplicaAttempt.objects.filter(Q(node__executor=Node.Executor.SLURM) | Q(node__isnull=True))
         .exclude(state__in=ReplicaAttempt.FINAL_STATES)
         .select_related("node", "replica__job")
         .order_by("replica__job_id", "number", "replica__index")
@@ -60,9 +63,15 @@ def first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetim
 
 
 def report_progress(
-    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_id: str, started_at: datetime
+    attempt: ReplicaAttempt,
+    folder: AttemptFolder,
+    slurm_id: str,
+    started_at: datetime,
+    slurm_nodes: str = "",
 ) -> None:
+    """``slurm_nodes``: ``squeue``'s node list, where the pass read it."""
     job = attempt.replica.job
+    record_where_started(attempt, folder, slurm_nodes)
     if attempt.state == State.PENDING:
         searching = bool(job.augmentation_command.strip())
         deadline = None
@@ -104,6 +113,7 @@ def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datet
     peer_failed = _failed_replica(group, slurm_job.job_id, failed)
     # The replica that failed first, so the job's reason names the real failure.
     for attempt in sorted(group, key=lambda a: a not in failed):
+        record_where_started(attempt, folders[attempt.pk], slurm_job.nodes)
         record = ReplicaRecord(
             stop=folders[attempt.pk].read("stop"),
             exit=exits[attempt.pk],
@@ -112,7 +122,7 @@ def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datet
             refused=folders[attempt.pk].read(keeper.REFUSED),
             storage=folders[attempt.pk].read("storage"),
         )
-        if record.refused and record.refused.get("kind") == "isolation":
+        if record.refused and record.refused.get("kind") == "isolation" and attempt.node:
             node_cannot_isolate(node_name=attempt.node.name, problem=record.refused["problem"])
         result = outcome(slurm_job, record, attempt=attempt)
         ended_at = parse_time(record.exit["ended_at"]) if record.exit else slurm_job.end_time or now

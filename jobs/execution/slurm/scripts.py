@@ -46,7 +46,7 @@ class ReplicaPlan:
     index: int
     attempt_number: int
     attempt_folder: Path
-    node_name: str
+    node_name: str  # "" when Slurm places it
     env: dict[str, str]
     phases: list[str]  # phase names, in order; the keeper writes each one's command line
 
@@ -68,6 +68,7 @@ class Request:
     gres: str  # "gpu:v100:2", or "" for a CPU job
     runtime_minutes: int | None  # Slurm's --time; None when Trainyard enforces it itself
     warning_seconds: int
+    nice: int = 0  # Trainyard's queue order among its jobs inside Slurm (``priority.py``)
 
 
 def shared_environment(plans: list[ReplicaPlan]) -> dict[str, str]:
@@ -130,7 +131,9 @@ run_phase() {  # phase name, then env -i and the variables; waits through USR1 a
   local name=$1 argv; shift
   if [ "$stopping" = 1 ]; then stopped; fi
   mapfile -d '' -t argv <"$folder/argv-$name" || finish 1
-  note "phase-$name" "{\"started_at\": \"$(now)\", \"node\": \"$SLURMD_NODENAME\"}"
+  # Where Slurm started it: the node, and the node's own indices of its cards.
+  where="\"node\": \"$SLURMD_NODENAME\", \"gpus\": \"${SLURM_JOB_GPUS-}\""
+  note "phase-$name" "{\"started_at\": \"$(now)\", $where}"
   # bwrap reads its options from fd 9: the job's /proc shows no host path.
   "$@" "${argv[@]}" </dev/null 9<"$folder/bwrap-$name.args" &
   child=$!
@@ -211,12 +214,18 @@ def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> 
 
 
 def sbatch_argv(
-    plans: list[ReplicaPlan], *, name: str, request: Request, partition: str, account: str
+    plans: list[ReplicaPlan],
+    *,
+    name: str,
+    request: Request,
+    partition: str,
+    account: str,
+    exclude: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
+    """``exclude``: nodes a job Slurm places must avoid (none for a pinned job)."""
     argv = [
         f"--job-name={name}",
         f"--nodes={len(plans)}",
-        f"--nodelist={','.join(p.node_name for p in plans)}",
         "--ntasks-per-node=1",
         f"--cpus-per-task={cpus(request.cpu_milli)}",
         f"--mem={request.memory_mib}M",
@@ -228,10 +237,16 @@ def sbatch_argv(
         "--chdir=/",
         "--no-requeue",
     ]
+    if all(p.node_name for p in plans):  # placed by Trainyard; else Slurm places it
+        argv.append(f"--nodelist={','.join(p.node_name for p in plans)}")
+    elif exclude:
+        argv.append(f"--exclude={','.join(exclude)}")
     if request.gres:
         argv.append(f"--gres={request.gres}")
     if request.runtime_minutes:
         argv += [f"--time={request.runtime_minutes}", f"--signal=B:USR1@{request.warning_seconds}"]
+    if request.nice:
+        argv.append(f"--nice={request.nice}")
     if partition:
         argv.append(f"--partition={partition}")
     if account:

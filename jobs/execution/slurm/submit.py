@@ -42,9 +42,11 @@ from jobs.execution.replica.prepare import (
 )
 from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, ReplicaAttempt
-from resources.models import SiteSettings, SlurmGpuType
+from resources.models import Node, SiteSettings, SlurmGpuType
 
 from . import cli
+from .inventory import SLURM_REASON_PREFIX
+from .priority import slurm_nices
 from .scripts import (
     REPLICA_SCRIPT,
     ReplicaPlan,
@@ -174,6 +176,7 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             request=request,
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
+            exclude=closed_by_trainyard() if group[0].node is None else [],
         ),
         "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
@@ -244,10 +247,18 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
         index=attempt.replica.index,
         attempt_number=attempt.number,
         attempt_folder=folder.path,
-        node_name=attempt.node.name,
+        node_name=attempt.node.name if attempt.node else "",
         env=env,
         phases=[name for name, _path in phases],
     )
+
+
+def closed_by_trainyard() -> list[str]:
+    """Slurm nodes a Trainyard admin drained or downed (Slurm's own states need no word):
+    a job Slurm places must not go there."""
+    closed = Node.objects.filter(executor=Node.Executor.SLURM).exclude(state=Node.State.READY)
+    closed = closed.exclude(state_reason__startswith=SLURM_REASON_PREFIX)
+    return sorted(closed.values_list("name", flat=True))
 
 
 def _plain(value):
@@ -264,17 +275,18 @@ def _request(job: Job, node) -> Request:
         gres=gres(job, node),
         runtime_minutes=runtime,
         warning_seconds=max(1, SiteSettings.load().stop_grace_seconds),
+        nice=slurm_nices([job])[job.pk],
     )
 
 
 def gres(job: Job, node) -> str:
-    """``gpu:<type>:<n>`` with the node's Slurm GPU type when one type maps to its model."""
+    """``gpu:<type>:<n>`` with the Slurm GPU type of the node's model (the job's own, when
+    Slurm places it: no node) when one type maps to that model."""
     if job.resource_kind == "cpu" or not job.gpu_count:
         return ""
+    model_id = node.gpu_model_id if node is not None else job.gpu_model_id
     types = list(
-        SlurmGpuType.objects.filter(gpu_model_id=node.gpu_model_id).values_list(
-            "slurm_type", flat=True
-        )
+        SlurmGpuType.objects.filter(gpu_model_id=model_id).values_list("slurm_type", flat=True)
     )
     return f"gpu:{types[0]}:{job.gpu_count}" if len(types) == 1 else f"gpu:{job.gpu_count}"
 

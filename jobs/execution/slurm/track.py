@@ -198,7 +198,7 @@ def _observe(
         for attempt in group:
             folder = AttemptFolder.of(attempt)
             started = first_phase_start(attempt, folder) or slurm_job.start_time
-            report_progress(attempt, folder, slurm_job.job_id, started)
+            report_progress(attempt, folder, slurm_job.job_id, started, slurm_job.nodes)
     if has_ended(slurm_job):
         report_ends(group, slurm_job, now)
     else:

@@ -1,0 +1,81 @@
+"""Slurm places the jobs of a model only it serves, end to end on the dev cluster: the
+pass admits and submits them without a node, Slurm starts them where it likes, their
+node and cards are recorded; the look-ahead keeps Trainyard's order (fair share) in
+charge of who enters Slurm's queue (jobs/scheduler/lookahead.py, slurm/placed.py)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.slurm.submit import PLAN
+from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
+from resources.models import Allocation
+from tests.agent_support import attempts_of, wait_for_state
+from tests.factories import GpuModelFactory, UserFactory
+from tests.support.waiting import wait_until
+from tests.test_fair_share import used
+from tests.test_slurm_run import WAIT, gpu_job
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_job_runs_where_slurm_places_it_and_holds_what_slurm_gave(slurm):
+    job = gpu_job('echo "cards $CUDA_VISIBLE_DEVICES"; sleep 3', gpu_count=2)
+
+    job = wait_for_state(job, Job.State.RUNNING, slurm.worker, timeout=WAIT)
+
+    [attempt] = attempts_of(job)
+    plan = AttemptFolder.of(attempt).read(PLAN)
+    assert not [arg for arg in plan["argv"] if arg.startswith("--nodelist")]
+    assert "--gres=gpu:v100:2" in plan["argv"]
+    replica = Replica.objects.get(job=job)
+    assert replica.node in slurm.nodes and attempt.node == replica.node
+    assert len(replica.card_indices) == 2  # Slurm's own indices ($SLURM_JOB_GPUS)
+    assert Allocation.objects.get(replica=replica).gpu_count == 2
+    node = replica.node
+    cards = ", ".join(map(str, replica.card_indices))
+    started = f"Slurm started it on {node.name} (cards {cards})"
+    assert JobEvent.objects.filter(job=job, reason=started).exists()
+    submitted = "Submitted to Slurm, which picks the V100 node and cards"
+    assert JobEvent.objects.filter(job=job, reason=submitted).exists()
+
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    assert not Allocation.objects.filter(replica=replica).exists()
+
+
+def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
+    slurm, slurm_cluster_alone, settings
+):
+    """Plain Slurm (FIFO here) would start it last. Through Trainyard, at most the
+    look-ahead (the partition's 16 cards) of the heavy user's jobs wait inside Slurm,
+    and inside it the light user's job goes first (``slurm/priority.py``): it waits
+    for the cards of those running when it entered, no more."""
+    heavy, light = UserFactory(username="heavy"), UserFactory(username="light")
+    # Used elsewhere (a V100 node of its own would make V100 a model Trainyard places).
+    used(heavy, GpuModelFactory(name="P4"), hours=500, ago=timedelta(hours=2))
+    heavies = [gpu_job("sleep 2", owner=heavy) for _ in range(50)]
+    wait_until(
+        lambda: Job.objects.filter(pk__in=[j.pk for j in heavies], state="starting").count() >= 16,
+        what="the heavy user's jobs fill the look-ahead",
+        timeout=WAIT,
+    )
+    light_job = gpu_job("sleep 2", owner=light)
+
+    light_job = wait_for_state(light_job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+
+    assert light_job.state == Job.State.SUCCEEDED, light_job.state_reason
+    for job in heavies:
+        wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    # When each replica's first phase began (its own note), not when Trainyard heard of it.
+    began = dict(
+        ReplicaAttempt.objects.filter(replica__job__in=[*heavies, light_job]).values_list(
+            "replica__job_id", "started_at"
+        )
+    )
+    light_began = began.pop(light_job.pk)
+    later = sum(1 for moment in began.values() if moment > light_began)
+    assert later >= 25, f"only {later} of the heavy user's 50 jobs started after it"
