@@ -120,11 +120,17 @@ def main() -> None:
         results: dict[str, list[Result]] = {"a": [], "b": []}
         # Interleaved, so that a slow minute of the machine falls on both ways alike.
         for pair in range(args.pairs):
+            busy = machine_busy_seconds()
             results["a"].append(run_all_at_once(args, roots / f"a{pair}", conf=CONF))
+            print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
             if "b" in args.ways:
-                cpu = sessions_cpu_seconds(processes)
+                before, busy = session_cpu_seconds(processes), machine_busy_seconds()
                 results["b"].append(run_api(args, port, token, f"b{pair}"))
-                cpu = sessions_cpu_seconds(processes) - cpu
+                after = session_cpu_seconds(processes)
+                print(f"(b{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
+                for name, seconds in after.items():
+                    print(f"  CPU {seconds - before[name]:6.1f} s  {name}")
+                cpu = sum(after.values()) - sum(before.values())
                 per_job = cpu / args.jobs * 1000
                 print(f"(b{pair}) Trainyard's CPU: {cpu:.1f} s, {per_job:.0f} ms a job")
         if "d" in args.ways:
@@ -309,16 +315,30 @@ def sessions_cpu_seconds(processes: list[subprocess.Popen]) -> float:
     """CPU time used so far by every process of these sessions (each was started in a
     session of its own: gunicorn and its workers, Celery and its pool), reaped children
     included."""
-    sessions = {process.pid for process in processes}
-    ticks = 0
+    return sum(session_cpu_seconds(processes).values())
+
+
+def machine_busy_seconds() -> float:
+    """CPU time the whole machine has been busy (all cores; ``/proc/stat``)."""
+    user, nice, system, _idle, _iowait, irq, softirq = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]
+    )
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def session_cpu_seconds(processes: list[subprocess.Popen]) -> dict[str, float]:
+    """The same, per session (named by its leader's command)."""
+    names = {process.pid: " ".join(map(str, process.args[:6])) for process in processes}
+    ticks = dict.fromkeys(names.values(), 0)
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[3]) in sessions:  # the session id (field 6 of stat(5))
-            ticks += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
+        if int(fields[3]) in names:  # the session id (field 6 of stat(5))
+            # utime stime cutime cstime
+            ticks[names[int(fields[3])]] += sum(int(value) for value in fields[11:15])
+    return {name: count / os.sysconf("SC_CLK_TCK") for name, count in ticks.items()}
 
 
 def cancel_slurm_jobs(prefixes: list[str]) -> None:
