@@ -12,6 +12,7 @@ import pytest
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm.submit import PLAN
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
+from jobs.services.stop import job_stop
 from resources.models import Allocation
 from tests.agent_support import attempts_of, wait_for_state
 from tests.factories import GpuModelFactory, UserFactory
@@ -79,3 +80,22 @@ def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
     light_began = began.pop(light_job.pk)
     later = sum(1 for moment in began.values() if moment > light_began)
     assert later >= 25, f"only {later} of the heavy user's 50 jobs started after it"
+
+
+def test_a_job_slurm_placed_is_stopped_and_gives_back_its_cards(slurm):
+    """TERM through its keeper, then scancel, and the cards Slurm gave it given back."""
+    runner = gpu_job("echo started\nsleep 600", gpu_count=1)
+    runner = wait_for_state(runner, Job.State.RUNNING, slurm.worker, timeout=WAIT)
+    replica = Replica.objects.get(job=runner)
+    assert replica.node is not None
+
+    job_stop(job=runner, reason="Enough for today")
+
+    runner = wait_for_state(runner, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+    assert (runner.state, runner.state_reason) == (Job.State.STOPPED, "Enough for today")
+    assert not Allocation.objects.filter(replica=replica).exists()
+    [attempt] = attempts_of(runner)
+    wait_until(
+        lambda: slurm.jobs()[attempt.external_id].state in {"CANCELLED", "FAILED", "COMPLETED"},
+        what="the Slurm job to end",
+    )
