@@ -225,3 +225,14 @@ def test_inside_slurm_trainyards_order_is_the_nice_value(v100):
     nice = {name: nices[job.pk] for name, job in jobs.items()}
     assert nice["light, high"] == 0
     assert 0 < nice["heavy, high"] < nice["light"] < nice["heavy"]
+
+
+def test_an_attempt_that_ended_before_slurm_placed_it_says_so(v100, settings, tmp_path):
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    job = JobFactory(gpu_model=v100, gpu_count=1)
+    run_pass()
+    attempt = ReplicaAttempt.objects.create(
+        replica=Replica.objects.get(job=job), number=1, node=None, state="failed"
+    )
+
+    assert attempt.where == "Slurm, never placed"

@@ -113,8 +113,12 @@ class ReplicaAttempt(models.Model):
 
     @property
     def where(self) -> str:
-        """Its node's name, or that Slurm has yet to place it."""
-        return self.node.name if self.node is not None else str(_("Slurm, not placed yet"))
+        """Its node's name, or that Slurm has yet to place it (or never did: it ended first)."""
+        if self.node is not None:
+            return self.node.name
+        if self.state in self.FINAL_STATES:
+            return str(_("Slurm, never placed"))
+        return str(_("Slurm, not placed yet"))
 
     @property
     def reason_text(self) -> str:
