@@ -117,6 +117,22 @@ def test_trainyard_holds_only_what_slurm_has_started_of_its_jobs(monkeypatch):
     assert trainyard_replicas() == {"gpu01": [Held(3_000, 4_096, 2)]}
 
 
+def test_a_job_slurm_placed_counts_where_slurm_runs_it_before_its_start_is_recorded(
+    monkeypatch,
+):
+    v100 = GpuModelFactory(name="V100")
+    NodeFactory(name="gpu01", gpu_model=v100, executor="slurm", from_slurm=True)
+    job = JobFactory(gpu_model=v100, gpu_count=2, cpu_milli=3_000, memory_mib=4_096)
+    ReplicaAttemptFactory(replica__job=job, replica__node=None, node=None, external_id="11")
+
+    def jobs(*, name_prefix: str):
+        running = cli.SlurmJob("11", f"{name_prefix}x", "RUNNING", "", None, None, None, "gpu01")
+        return {"11": running}
+
+    monkeypatch.setattr(cli, "jobs", jobs)
+    assert trainyard_replicas() == {"gpu01": [Held(3_000, 4_096, 2)]}
+
+
 def test_sync_records_held_outside_and_asks_for_a_pass_when_it_changes(
     monkeypatch, settings, django_capture_on_commit_callbacks
 ):

@@ -42,13 +42,16 @@ def trainyard_replicas() -> dict[str, list[Held]]:
     if not slurm_ids:
         return {}
     rows = ReplicaAttempt.objects.filter(external_id__in=slurm_ids).values_list(
+        "external_id",
         "node__name",
         "replica__job__cpu_milli",
         "replica__job__memory_mib",
         "replica__job__gpu_count",
     )
     replicas: dict[str, list[Held]] = defaultdict(list)
-    for node_name, cpu_milli, memory_mib, gpu_count in rows:
+    for slurm_id, node_name, cpu_milli, memory_mib, gpu_count in rows:
+        # Slurm placed it and its start is not recorded yet: where Slurm says it runs.
+        node_name = node_name or running[slurm_id].nodes
         # The executor's gres asks Slurm for a whole card per virtual GPU too.
         replicas[node_name].append(Held(cpu_milli, memory_mib, gpu_count))
     return replicas
