@@ -75,8 +75,10 @@ def test_the_lookahead_is_a_setting(v100, settings):
     assert [submitted(job) for job in jobs] == [True] * 3 + [False] * 2
 
 
-def test_a_job_slurm_starts_lets_the_next_one_in_in_trainyards_order(v100, settings, tmp_path):
-    """A light user's job submitted after a heavy user's enters Slurm before them."""
+def test_a_job_that_outranks_those_inside_slurm_enters_at_once(v100, settings, tmp_path):
+    """A light user's job submitted after a heavy user's: none of the heavy user's jobs
+    inside Slurm would go before it there (its nice is lower), so the look-ahead, full
+    for another of theirs, lets it in; the heavy user's next waits for a place."""
     settings.TRAINYARD_NODE_ROOT = tmp_path
     settings.TRAINYARD_SLURM_LOOKAHEAD = 2
     heavy, light = UserFactory(), UserFactory()
@@ -84,14 +86,22 @@ def test_a_job_slurm_starts_lets_the_next_one_in_in_trainyards_order(v100, setti
     heavies = [JobFactory(owner=heavy, gpu_model=v100, gpu_count=1) for _ in range(5)]
     run_pass()
     light_job = JobFactory(owner=light, gpu_model=v100, gpu_count=1)
-    run_pass()
-    assert fresh(light_job).state == Job.State.RESOURCE_WAIT
-    assert fresh(light_job).queue_position == 1  # ahead of the heavy user's three
 
-    slurm_started(heavies[0], node="gpu02", gpus="3")
     run_pass()
 
     assert submitted(light_job)
+    assert [submitted(job) for job in heavies] == [True, True, False, False, False]
+    light_second = JobFactory(owner=light, gpu_model=v100, gpu_count=1)
+    run_pass()
+    assert submitted(light_second)  # one of equal standing before it inside: under 2
+    light_third = JobFactory(owner=light, gpu_model=v100, gpu_count=1)
+    run_pass()
+    assert fresh(light_third).state == Job.State.RESOURCE_WAIT  # two before it now
+
+    slurm_started(light_job, node="gpu02", gpus="3")
+    run_pass()
+
+    assert submitted(light_third)
     assert [submitted(job) for job in heavies] == [True, True, False, False, False]
 
 
@@ -111,7 +121,7 @@ def test_slurms_node_and_cards_are_recorded_and_held(v100, settings, tmp_path):
     settings.TRAINYARD_NODE_ROOT = tmp_path
     job = JobFactory(gpu_model=v100, gpu_count=2)
     run_pass()
-    assert Lookahead.load().inside == {"V100": 1}
+    assert Lookahead.load().inside_jobs == {"V100": [(job.owner_id, 0)]}
 
     attempt = slurm_started(job, node="gpu02", gpus="1,3")
 
@@ -126,7 +136,7 @@ def test_slurms_node_and_cards_are_recorded_and_held(v100, settings, tmp_path):
     assert Allocation.objects.get(replica=replica).gpu_count == 2
     event = JobEvent.objects.filter(job=job).latest("pk")
     assert event.reason == "Slurm started it on gpu02 (cards 1, 3)"
-    assert Lookahead.load().inside == {}  # its place in Slurm's queue is free
+    assert Lookahead.load().inside_jobs == {}  # its place in Slurm's queue is free
     assert_invariants()
 
 

@@ -5,12 +5,14 @@ it (quota, billing, fair share) and has it submitted at once, without a node, ra
 than choosing the node and submitting it pinned there; Slurm then starts it the moment
 cards free, as it would a job submitted by plain ``sbatch`` (``docs/slurm-placement.md``).
 
-Trainyard's order still decides who goes next: only ``limit`` admitted jobs of a model
-wait inside Slurm at once (the look-ahead), and the rest wait in Trainyard's queue in
-its own order (priority, fair share, submission). The default is the model's cards on
-Slurm nodes: Slurm has a job ready for every card that can free at once, and a job
-admitted later overtakes all but that many of those admitted before it. A lower limit
-gives Trainyard's order more say and Slurm's cards more idle moments between jobs.
+Trainyard's order still decides who goes next. Inside Slurm, each job's nice carries
+that order (``slurm/priority.py``). A job enters Slurm's queue only while fewer than
+``limit`` (the look-ahead) of the jobs already inside would go before it there; the rest
+wait in Trainyard's queue in its own order (priority, fair share, submission). So a job
+of equal standing waits behind at most ``limit`` others inside Slurm, and one that
+outranks them enters at once and starts when the next cards free. The default is the
+model's cards on Slurm nodes: Slurm has a job ready for every card that can free at
+once. A lower limit gives Slurm's cards more idle moments between jobs.
 
 Not yet Slurm's to place (placed by Trainyard and pinned, as on local-agent nodes): a
 distributed job (its replicas' rendezvous is chosen before it starts), a job of a ``*``
@@ -19,12 +21,14 @@ model or of a model that local-agent nodes serve too, a CPU job, a job sharing c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db.models import Count, Q, Sum
 
 from core.reasons import Reason
+from jobs.execution.slurm.priority import nice
 from jobs.models import Job, Replica
 from resources.models import Node
 
@@ -38,12 +42,14 @@ LOOKAHEAD_REASON = "slurm.lookahead"
 @dataclass
 class Lookahead:
     cards: dict[str, int]  # model -> its cards on ready Slurm nodes, for models only Slurm serves
-    inside: dict[str, int]  # model -> its jobs submitted for Slurm to place, not started yet
+    # model -> (owner, priority) of each of its jobs submitted for Slurm to place, not started
+    inside_jobs: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     setting: int = 0  # TRAINYARD_SLURM_LOOKAHEAD (0: the model's cards)
+    inside: dict[str, list[int]] = field(default_factory=dict)  # model -> their nices, sorted
 
     @classmethod
     def load(cls) -> Lookahead:
-        """Two queries: the models only Slurm serves, and how many of theirs wait in Slurm."""
+        """Two queries: the models only Slurm serves, and their jobs waiting in Slurm."""
         slurm = Q(executor=Node.Executor.SLURM)
         models = (
             Node.objects.filter(gpu_model__isnull=False, gpu_count__gt=0)
@@ -59,15 +65,26 @@ class Lookahead:
             for row in models
             if row["nodes"] == row["slurm_nodes"]
         }
-        inside = {}
+        inside: dict[str, list[tuple[int, int]]] = {}
         if cards:
-            waiting = (
-                Replica.objects.filter(node__isnull=True, index=0, job__state=Job.State.STARTING)
-                .values("job__gpu_model__name")
-                .annotate(jobs=Count("pk"))
-            )
-            inside = {row["job__gpu_model__name"]: row["jobs"] for row in waiting}
+            waiting = Replica.objects.filter(
+                node__isnull=True, index=0, job__state=Job.State.STARTING
+            ).values_list("job__gpu_model__name", "job__owner_id", "job__priority")
+            for model, owner_id, priority in waiting:
+                inside.setdefault(model, []).append((owner_id, priority))
         return cls(cards, inside, settings.TRAINYARD_SLURM_LOOKAHEAD)
+
+    @property
+    def owners(self) -> set[int]:
+        return {owner for jobs in self.inside_jobs.values() for owner, _priority in jobs}
+
+    def rank(self, factors: dict[int, float]) -> None:
+        """Place the jobs inside Slurm in Trainyard's order (their nices), with these
+        fair-share factors of their owners."""
+        self.inside = {
+            model: sorted(nice(priority, factors.get(owner, 1.0)) for owner, priority in jobs)
+            for model, jobs in self.inside_jobs.items()
+        }
 
     def model_for(self, job: WaitingJob, shape: Shape) -> str | None:
         """The model Slurm places ``job`` on, or None when Trainyard places it."""
@@ -85,11 +102,18 @@ class Lookahead:
     def limit(self, model: str) -> int:
         return self.setting or max(1, self.cards[model])
 
-    def enter(self, model: str) -> bool:
-        """Take a place in Slurm's queue for a job of ``model``, if one is left."""
-        if self.inside.get(model, 0) >= self.limit(model):
+    def ahead(self, model: str, rank: int) -> int:
+        """How many jobs inside Slurm would go before one of nice ``rank`` (ties: those
+        that came first)."""
+        return bisect.bisect_right(self.inside.get(model, []), rank)
+
+    def enter(self, model: str, rank: int) -> bool:
+        """Take a place in Slurm's queue for a job of ``model`` and nice ``rank`` if fewer
+        than the look-ahead would go before it there: Slurm then starts it as Trainyard's
+        order says (a job that outranks those inside enters even when they are many)."""
+        if self.ahead(model, rank) >= self.limit(model):
             return False
-        self.inside[model] = self.inside.get(model, 0) + 1
+        bisect.insort(self.inside.setdefault(model, []), rank)
         return True
 
 
@@ -104,14 +128,15 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
     model = lookahead.model_for(job, shape) if lookahead is not None else None
     if model is None or _borrowed(scheduling, model):
         return False
-    if not lookahead.enter(model):
-        reason = lookahead_reason(model, waiting=lookahead.inside[model])
+    rank = nice(job.priority, job.fair_share)
+    if not lookahead.enter(model, rank):
+        reason = lookahead_reason(model, waiting=lookahead.ahead(model, rank))
         scheduling.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, reason)
         scheduling._want(job, shape)
         return True
     host_ports = scheduling._take_ports(job)
     if host_ports is None:
-        lookahead.inside[model] -= 1
+        lookahead.inside[model].remove(rank)
         return True
     scheduling.quotas.charge_started(job, [model], scheduling.now)
     scheduling.starts.append(Start(job, (), tuple(host_ports), slurm_model=model))

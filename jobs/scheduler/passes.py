@@ -76,14 +76,17 @@ class SchedulingPass:
         catalog = ModelCatalog.load() if rows else ModelCatalog()
         cluster = Cluster.load(catalog) if rows else Cluster([], catalog)
         jobs = load_waiting(rows, catalog)
+        lookahead = Lookahead.load() if jobs else None
         if jobs:
-            factors = fair_share_factors(user_ids={job.owner_id for job in jobs}, now=now)
+            owners = {job.owner_id for job in jobs} | lookahead.owners
+            factors = fair_share_factors(user_ids=owners, now=now)
             jobs = in_fair_share_order(jobs, factors)
+            lookahead.rank(factors)
         cluster.typical = typical_of(job.request for job in jobs)
         scheduling = cls(now=now, cluster=cluster, jobs=jobs)
         scheduling.ran_on = previous_nodes(jobs)
         scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
-        scheduling.lookahead = Lookahead.load() if jobs else None
+        scheduling.lookahead = lookahead
         return scheduling
 
     def __init__(

@@ -31,6 +31,8 @@ def record_where_started(
     if attempt.node_id is not None:
         return
     noted = _first_phase_note(attempt, folder) or folder.read(keeper.REFUSED) or {}
+    if not noted and not slurm_nodes:
+        return  # not started, or its keeper is still preparing: its note will say
     name = noted.get("node") or _single(slurm_nodes)
     if not isinstance(name, str) or not NODE_NAME.fullmatch(name):
         return

@@ -26,8 +26,11 @@ BELOW_HIGH = FAIR_SHARE_SPAN + 1
 def slurm_nices(jobs: list[Job]) -> dict[int, int]:
     """Job id → its nice (5 queries, for all of them together)."""
     factors = fair_share_factors(user_ids={job.owner_id for job in jobs}, now=timezone.now())
-    return {
-        job.pk: (BELOW_HIGH if job.priority < Job.Priority.HIGH else 0)
-        + round((1.0 - factors.get(job.owner_id, 1.0)) * FAIR_SHARE_SPAN)
-        for job in jobs
-    }
+    return {job.pk: nice(job.priority, factors.get(job.owner_id, 1.0)) for job in jobs}
+
+
+def nice(priority: int, fair_share: float) -> int:
+    """The nice of a job of ``priority`` whose owner's fair-share factor is ``fair_share``:
+    lower goes first."""
+    below_high = BELOW_HIGH if priority < Job.Priority.HIGH else 0
+    return below_high + round((1.0 - fair_share) * FAIR_SHARE_SPAN)

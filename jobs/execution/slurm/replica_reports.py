@@ -63,15 +63,12 @@ def first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetim
 
 
 def report_progress(
-    attempt: ReplicaAttempt,
-    folder: AttemptFolder,
-    slurm_id: str,
-    started_at: datetime,
-    slurm_nodes: str = "",
+    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_id: str, started_at: datetime
 ) -> None:
-    """``slurm_nodes``: ``squeue``'s node list, where the pass read it."""
     job = attempt.replica.job
-    record_where_started(attempt, folder, slurm_nodes)
+    # From the replica's own note only: ``squeue``'s node list names no cards, and the
+    # note follows (the keeper prepares first); the end falls back on it.
+    record_where_started(attempt, folder)
     if attempt.state == State.PENDING:
         searching = bool(job.augmentation_command.strip())
         deadline = None

@@ -197,8 +197,10 @@ def _observe(
     if slurm_job.start_time is not None:
         for attempt in group:
             folder = AttemptFolder.of(attempt)
-            started = first_phase_start(attempt, folder) or slurm_job.start_time
-            report_progress(attempt, folder, slurm_job.job_id, started, slurm_job.nodes)
+            first = first_phase_start(attempt, folder)
+            if first is None and attempt.node_id is None:
+                continue  # Slurm placed it; its note (due soon) names the node and cards
+            report_progress(attempt, folder, slurm_job.job_id, first or slurm_job.start_time)
     if has_ended(slurm_job):
         report_ends(group, slurm_job, now)
     else:
