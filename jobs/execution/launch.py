@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from core.reasons import Reason
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
-from resources.models import Node
 
 from .executors import executor_for
 from .files import executor_of
@@ -131,8 +130,8 @@ def job_stop_attempts(*, job_id: int, reason: Reason) -> None:
         state__in=ReplicaAttempt.FINAL_STATES
     )
     by_executor: dict[str, list[int]] = defaultdict(list)
-    for attempt_id, executor_name in attempts.values_list("pk", "node__executor"):
-        by_executor[executor_name or Node.Executor.SLURM].append(attempt_id)
+    for attempt in attempts.select_related("node"):
+        by_executor[executor_of(attempt.node)].append(attempt.pk)
     for executor_name, attempt_ids in by_executor.items():
         executor_for(executor_name).stop_attempts(attempt_ids, reason=reason)
 

@@ -30,7 +30,7 @@ def record_where_started(
     """Record the node (and cards) of an attempt Slurm placed, once it is known."""
     if attempt.node_id is not None:
         return
-    noted = _first_phase_note(attempt, folder) or folder.read(keeper.REFUSED) or {}
+    noted = first_phase_note(attempt, folder) or folder.read(keeper.REFUSED) or {}
     if not noted and not slurm_nodes:
         return  # not started, or its keeper is still preparing: its note will say
     name = noted.get("node") or _single(slurm_nodes)
@@ -45,12 +45,13 @@ def record_where_started(
     attempt.node, attempt.node_id = node, node.pk
 
 
-def _first_phase_note(attempt: ReplicaAttempt, folder: AttemptFolder) -> dict | None:
-    for phase in ReplicaAttempt.Phase.values:
-        note = folder.read(f"phase-{phase}")
-        if isinstance(note, dict):
-            return note
-    return None
+def first_phase_note(attempt: ReplicaAttempt, folder: AttemptFolder) -> dict | None:
+    """What the replica script noted when its first phase began (the augmentation search
+    when the job has one, else training); None before."""
+    searching = bool(attempt.replica.job.augmentation_command.strip())
+    Phase = ReplicaAttempt.Phase
+    note = folder.read(f"phase-{Phase.AUGMENTATION if searching else Phase.TRAINING}")
+    return note if isinstance(note, dict) else None
 
 
 def _single(slurm_nodes: str) -> str:

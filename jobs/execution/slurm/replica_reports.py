@@ -21,7 +21,7 @@ from resources.models import Node
 
 from . import cli
 from .outcome import ReplicaRecord, outcome
-from .placed import record_where_started
+from .placed import first_phase_note, record_where_started
 
 State = ReplicaAttempt.State
 Phase = ReplicaAttempt.Phase
@@ -57,8 +57,7 @@ def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> N
 
 
 def first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetime | None:
-    searching = bool(attempt.replica.job.augmentation_command.strip())
-    first = folder.read(f"phase-{Phase.AUGMENTATION if searching else Phase.TRAINING}")
+    first = first_phase_note(attempt, folder)
     return parse_time(first["started_at"]) if first else None
 
 
