@@ -11,6 +11,7 @@ import pytest
 
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm.submit import PLAN
+from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from jobs.services.stop import job_stop
 from resources.models import Allocation
@@ -65,6 +66,7 @@ def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
         timeout=WAIT,
     )
     light_job = gpu_job("sleep 2", owner=light)
+    request_pass()  # as a submission through the API or the form asks for one
 
     light_job = wait_for_state(light_job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
 
