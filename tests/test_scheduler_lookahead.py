@@ -15,6 +15,7 @@ from jobs.execution.slurm.placed import record_where_started
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from jobs.scheduler import run_pass
 from jobs.scheduler.lookahead import Lookahead
+from jobs.scheduler.lookahead_forecast import Queued
 from resources.models import Allocation, GpuCard, Node
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, UserFactory
 from tests.scheduling import assert_invariants, fresh
@@ -121,7 +122,9 @@ def test_slurms_node_and_cards_are_recorded_and_held(v100, settings, tmp_path):
     settings.TRAINYARD_NODE_ROOT = tmp_path
     job = JobFactory(gpu_model=v100, gpu_count=2)
     run_pass()
-    assert Lookahead.load().inside_jobs == {"V100": [(job.owner_id, 0)]}
+    assert Lookahead.load().inside_jobs == {
+        "V100": [((job.owner_id, 0), Queued(job.pk, 2, None, None))]
+    }
 
     attempt = slurm_started(job, node="gpu02", gpus="1,3")
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from jobs.models import Job
 
 from .forecast import forecast_starts
-from .lookahead import LOOKAHEAD_REASON
+from .lookahead import held_starts
 from .reasons import ResourceReasons
 from .writes import Waiting
 
@@ -23,21 +23,20 @@ def waiting_changes(scheduling, *, step) -> list[Waiting]:
     ``step``: what a pass at a later moment would start (the forecast's)."""
     started = {start.job.pk for start in scheduling.starts}
     # Behind the look-ahead, a job waits for Slurm to start the jobs inside its queue,
-    # which hold nothing in Trainyard's view yet: a replay would start it at once. No
-    # estimate until one is seeded with Slurm's (docs/slurm-placement.md, step 4).
-    unforeseen = started | {
-        pk
-        for pk, (_state, reason) in scheduling.outcomes.items()
-        if getattr(reason, "code", "") == LOOKAHEAD_REASON
-    }
+    # which hold nothing in Trainyard's view yet: a replay of the pass would start it at
+    # once. Its own replay starts those at Slurm's estimates (``lookahead_forecast.py``).
+    behind = held_starts(scheduling)
     reasons = ResourceReasons(scheduling.cluster)
-    estimates = forecast_starts(
-        now=scheduling.now,
-        cluster=scheduling.cluster,
-        quotas=scheduling.quotas,
-        jobs=[job for job in scheduling.jobs if job.pk not in unforeseen],
-        releases=scheduling.releases(),
-        step=step,
+    estimates = (
+        forecast_starts(
+            now=scheduling.now,
+            cluster=scheduling.cluster,
+            quotas=scheduling.quotas,
+            jobs=[job for job in scheduling.jobs if job.pk not in started | behind.keys()],
+            releases=scheduling.releases(),
+            step=step,
+        )
+        | behind
     )
     positions: dict[tuple[str, str], int] = {}
     changes = []

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Count, Q, Sum
@@ -32,6 +33,7 @@ from jobs.execution.slurm.priority import nice
 from jobs.models import Job, Replica
 from resources.models import Node
 
+from .lookahead_forecast import Queued, in_slurm_order, lookahead_starts
 from .placement import Shape
 from .queue import WaitingJob
 from .writes import Start
@@ -42,10 +44,15 @@ LOOKAHEAD_REASON = "slurm.lookahead"
 @dataclass
 class Lookahead:
     cards: dict[str, int]  # model -> its cards on ready Slurm nodes, for models only Slurm serves
-    # model -> (owner, priority) of each of its jobs submitted for Slurm to place, not started
-    inside_jobs: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    # model -> each of its jobs submitted for Slurm to place, not started: (owner,
+    # priority), and the job as the forecast replays it; in submission order
+    inside_jobs: dict[str, list[tuple[tuple[int, int], Queued]]] = field(default_factory=dict)
     setting: int = 0  # TRAINYARD_SLURM_LOOKAHEAD (0: the model's cards)
     inside: dict[str, list[int]] = field(default_factory=dict)  # model -> their nices, sorted
+    # model -> (nice, job) of the jobs this pass submitted, and of those it left behind
+    entered: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
+    held: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
+    ranked: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
 
     @classmethod
     def load(cls) -> Lookahead:
@@ -65,26 +72,32 @@ class Lookahead:
             for row in models
             if row["nodes"] == row["slurm_nodes"]
         }
-        inside: dict[str, list[tuple[int, int]]] = {}
+        inside: dict[str, list[tuple[tuple[int, int], Queued]]] = {}
         if cards:
-            waiting = Replica.objects.filter(
-                node__isnull=True, index=0, job__state=Job.State.STARTING
-            ).values_list("job__gpu_model__name", "job__owner_id", "job__priority")
-            for model, owner_id, priority in waiting:
-                inside.setdefault(model, []).append((owner_id, priority))
+            waiting = (
+                Replica.objects.filter(node__isnull=True, index=0, job__state=Job.State.STARTING)
+                .order_by("job__submitted_at", "job_id")
+                .values_list(*INSIDE_COLUMNS)
+            )
+            for model, owner_id, priority, *job in waiting:
+                inside.setdefault(model, []).append(((owner_id, priority), _inside(*job)))
         return cls(cards, inside, settings.TRAINYARD_SLURM_LOOKAHEAD)
 
     @property
     def owners(self) -> set[int]:
-        return {owner for jobs in self.inside_jobs.values() for owner, _priority in jobs}
+        return {owner for jobs in self.inside_jobs.values() for (owner, _p), _job in jobs}
 
     def rank(self, factors: dict[int, float]) -> None:
         """Place the jobs inside Slurm in Trainyard's order (their nices), with these
         fair-share factors of their owners."""
-        self.inside = {
-            model: sorted(nice(priority, factors.get(owner, 1.0)) for owner, priority in jobs)
+        self.ranked = {
+            model: sorted(
+                ((nice(priority, factors.get(owner, 1.0)), job) for (owner, priority), job in jobs),
+                key=lambda pair: pair[0],
+            )
             for model, jobs in self.inside_jobs.items()
         }
+        self.inside = {model: [rank for rank, _job in jobs] for model, jobs in self.ranked.items()}
 
     def model_for(self, job: WaitingJob, shape: Shape) -> str | None:
         """The model Slurm places ``job`` on, or None when Trainyard places it."""
@@ -129,15 +142,18 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
     if model is None or _borrowed(scheduling, model):
         return False
     rank = nice(job.priority, job.fair_share)
+    queued = Queued(job.pk, shape.whole_cards, job.likely_seconds)
     if not lookahead.enter(model, rank):
         reason = lookahead_reason(model, waiting=lookahead.ahead(model, rank))
         scheduling.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, reason)
         scheduling._want(job, shape)
+        lookahead.held.setdefault(model, []).append((rank, queued))
         return True
     host_ports = scheduling._take_ports(job)
     if host_ports is None:
         lookahead.inside[model].remove(rank)
         return True
+    lookahead.entered.setdefault(model, []).append((rank, queued))
     scheduling.quotas.charge_started(job, [model], scheduling.now)
     scheduling.starts.append(Start(job, (), tuple(host_ports), slurm_model=model))
     return True
@@ -150,6 +166,46 @@ def _borrowed(scheduling, model: str) -> bool:
         for borrower in scheduling.borrowing().candidates.values()
         for use in borrower.uses
     )
+
+
+def held_starts(scheduling) -> dict[int, datetime | None]:
+    """The expected starts of the jobs this pass left behind the look-ahead
+    (``lookahead_forecast.py``: behind those inside Slurm, at Slurm's estimates)."""
+    lookahead: Lookahead | None = scheduling.lookahead
+    if lookahead is None or not lookahead.held:
+        return {}
+    queues = {
+        model: in_slurm_order(
+            lookahead.ranked.get(model, []), lookahead.entered.get(model, []), held
+        )
+        for model, held in lookahead.held.items()
+    }
+    starts = lookahead_starts(
+        now=scheduling.now,
+        cluster=scheduling.cluster,
+        releases=scheduling.releases(),
+        queues=queues,
+    )
+    return {job.pk: starts[job.pk] for held in lookahead.held.values() for _rank, job in held}
+
+
+# Model, owner, priority, then what ``_inside`` makes the forecast's job of.
+INSIDE_COLUMNS = (
+    "job__gpu_model__name",
+    "job__owner_id",
+    "job__priority",
+    "job_id",
+    "job__gpu_count",
+    "job__estimated_start",
+    "job__expected_seconds",
+    "job__max_runtime_minutes",
+)
+
+
+def _inside(pk, cards, slurm_start, expected_seconds, max_runtime_minutes) -> Queued:
+    if expected_seconds is None and max_runtime_minutes is not None:
+        expected_seconds = max_runtime_minutes * 60
+    return Queued(pk, cards, expected_seconds, slurm_start)
 
 
 def lookahead_reason(model: str, *, waiting: int) -> Reason:
