@@ -133,6 +133,37 @@ def test_a_job_slurm_placed_counts_where_slurm_runs_it_before_its_start_is_recor
     assert trainyard_replicas() == {"gpu01": [Held(3_000, 4_096, 2)]}
 
 
+def test_a_gang_slurm_placed_counts_a_replica_on_each_node_slurm_runs_it_on(monkeypatch):
+    """Before its starts are recorded: one replica on each node of Slurm's list that no
+    recorded replica of it is on."""
+    v100 = GpuModelFactory(name="V100")
+    gpu01, *_ = [
+        NodeFactory(name=f"gpu0{n}", gpu_model=v100, executor="slurm", from_slurm=True)
+        for n in (1, 2, 3)
+    ]
+    job = JobFactory(
+        gpu_model=v100,
+        gpu_count=2,
+        cpu_milli=3_000,
+        memory_mib=4_096,
+        replicas=3,
+        task_mode="distributed",
+    )
+    ReplicaAttemptFactory(replica__job=job, replica__node=gpu01, external_id="11")
+    for index in (1, 2):
+        ReplicaAttemptFactory(
+            replica__job=job, replica__index=index, replica__node=None, node=None, external_id="11"
+        )
+
+    def jobs(*, name_prefix: str):
+        nodes = "gpu[01-03]"
+        return {"11": cli.SlurmJob("11", f"{name_prefix}x", "RUNNING", "", None, None, None, nodes)}
+
+    monkeypatch.setattr(cli, "jobs", jobs)
+    held = Held(3_000, 4_096, 2)
+    assert trainyard_replicas() == {"gpu01": [held], "gpu02": [held], "gpu03": [held]}
+
+
 def test_sync_records_held_outside_and_asks_for_a_pass_when_it_changes(
     monkeypatch, settings, django_capture_on_commit_callbacks
 ):

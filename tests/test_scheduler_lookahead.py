@@ -177,13 +177,17 @@ def test_a_model_local_nodes_serve_too_is_placed_by_trainyard(v100):
     assert fresh(job).state_reason.startswith("Starting on gpu0")
 
 
-def test_a_distributed_job_is_placed_by_trainyard(v100):
+def test_a_distributed_job_is_submitted_whole_for_slurm_to_place(v100):
     job = JobFactory(gpu_model=v100, gpu_count=4, replicas=2, task_mode="distributed")
 
     run_pass()
 
-    nodes = Replica.objects.filter(job=job).values_list("node__name", flat=True)
-    assert sorted(nodes) == ["gpu01", "gpu02"]
+    assert submitted(job)
+    replicas = Replica.objects.filter(job=job).order_by("index")
+    assert [(r.index, r.node) for r in replicas] == [(0, None), (1, None)]
+    # Its 8 cards count against the look-ahead's replay as one job's.
+    assert Lookahead.load().inside_jobs["V100"][0][1].cards == 8
+    assert_invariants()
 
 
 def test_a_pass_submitting_for_slurm_costs_the_same_queries_for_20_or_100_jobs(v100):

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from jobs.execution.replica.folder import AttemptFolder
+from jobs.execution.slurm import cli
 from jobs.execution.slurm.submit import PLAN
 from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
@@ -18,7 +19,9 @@ from resources.models import Allocation
 from tests.agent_support import attempts_of, wait_for_state
 from tests.factories import GpuModelFactory, UserFactory
 from tests.support.waiting import wait_until
+from tests.test_agent_distributed import all_reduce_job, sums
 from tests.test_fair_share import used
+from tests.test_slurm_held_outside import outside  # noqa: F401 (a fixture)
 from tests.test_slurm_run import WAIT, gpu_job
 
 pytestmark = pytest.mark.integration
@@ -101,3 +104,48 @@ def test_a_job_slurm_placed_is_stopped_and_gives_back_its_cards(slurm):
         lambda: slurm.jobs()[attempt.external_id].state in {"CANCELLED", "FAILED", "COMPLETED"},
         what="the Slurm job to end",
     )
+
+
+def test_a_gang_slurm_places_waits_whole_then_starts_together_and_all_reduces(
+    slurm,
+    outside,  # noqa: F811
+):
+    """Two replicas of 4 cards while jobs outside Trainyard hold three nodes' cards: one
+    Slurm job of 2 nodes waits in Slurm's queue with nothing of it started; when they
+    free, Slurm starts both replicas at once on the nodes it picks, and they find
+    replica 0's node for their rendezvous."""
+    foreign = [outside(node.name, cards=4, cpus=1, memory_mib=1024) for node in slurm.nodes[:3]]
+    job = all_reduce_job()
+    Job.objects.filter(pk=job.pk).update(
+        resource_kind="gpu", gpu_model=slurm.nodes[0].gpu_model, gpu_count=4, memory_mib=4096
+    )
+    request_pass()
+
+    waiting = wait_until(
+        lambda: [a for a in attempts_of(job) if a.external_id] or None,
+        what="the gang in Slurm",
+        timeout=WAIT,
+    )
+    assert len(waiting) == 2 and len({a.external_id for a in waiting}) == 1  # one Slurm job
+    slurm_id = waiting[0].external_id
+    wait_until(
+        lambda: "the resources it needs are in use" in Job.objects.get(pk=job.pk).state_reason,
+        what="Slurm's reason on the job",
+        timeout=WAIT,
+    )
+    assert slurm.jobs()[slurm_id].state == "PENDING"
+    assert [r.node for r in Replica.objects.filter(job=job)] == [None, None]
+    plan = AttemptFolder.of(waiting[0]).read(PLAN)
+    assert "--nodes=2" in plan["argv"] and "--gres=gpu:v100:4" in plan["argv"]
+    assert not [arg for arg in plan["argv"] if arg.startswith("--nodelist")]
+
+    cli.cancel(foreign)
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    attempts = attempts_of(job)
+    nodes = [attempt.node for attempt in attempts]
+    assert None not in nodes and len(set(nodes)) == 2, nodes
+    first, second = sorted(attempt.started_at for attempt in attempts)
+    assert second - first < timedelta(seconds=5)  # one allocation: together
+    assert sums(job, nodes) == ["0 2 3.0", "1 2 3.0"]

@@ -89,6 +89,28 @@ def test_a_job_slurm_places_names_no_node_and_carries_trainyards_order(tmp_path)
     assert "--nodelist=gpu01" in pinned and not [a for a in pinned if a.startswith("--exclude")]
 
 
+def test_a_gang_slurm_places_goes_by_rank_and_finds_replica_zeros_node(tmp_path):
+    gang = [scripts.ReplicaPlan(**{**p.__dict__, "node_name": ""}) for p in plans(tmp_path, 2)]
+    batch = scripts.batch_script(gang, request=REQUEST, python="/usr/bin/python3")
+    assert 'case "$SLURM_PROCID" in 0) keep' in batch and "gpu01)" not in batch
+    assert 'export TRAINYARD_MASTER_NODE="$SLURMD_NODENAME"' in batch
+    addresses = {"gpu01": "10.0.0.1", "gpu02": "10.0.0.2"}
+
+    def master(plan: scripts.ReplicaPlan, *, on: str, first: str) -> str:
+        lines = scripts.master_address(plan, addresses)
+        script = "\n".join(['finish() { exit "$1"; }', *lines, 'echo "MASTER_ADDR=$MASTER_ADDR"'])
+        env = {"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": on, "TRAINYARD_MASTER_NODE": first}
+        done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    assert master(gang[1], on="gpu01", first="gpu02") == "MASTER_ADDR=10.0.0.2"
+    assert master(gang[0], on="gpu02", first="gpu02") == "MASTER_ADDR=10.0.0.2"
+    # Replica 0 elsewhere than the first node, or a node Trainyard does not know: no start.
+    assert "not on the first node of the allocation" in master(gang[0], on="gpu01", first="gpu02")
+    assert "no Slurm node Trainyard knows" in master(gang[1], on="gpu01", first="gpu09")
+    assert "MASTER_ADDR" not in master(gang[1], on="gpu01", first="gpu01;id")
+
+
 def test_variables_shared_by_every_replica_travel_with_sbatch_the_others_in_each_script(tmp_path):
     both = plans(tmp_path, 2)
     shared = scripts.shared_environment(both)

@@ -3,6 +3,7 @@
 import pytest
 
 from jobs.execution.slurm import cli, inventory, submit
+from jobs.execution.slurm.hostlist import expand
 from jobs.execution.slurm.tasks import slurm_sync_nodes, slurm_track
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory
 
@@ -132,3 +133,17 @@ def test_periodic_tasks_do_nothing_unless_slurm_is_configured(db, settings, tmp_
     settings.TRAINYARD_SLURM_ENABLED = True
     with pytest.raises(cli.SlurmUnavailable):
         slurm_sync_nodes()
+
+
+@pytest.mark.parametrize(
+    ("hostlist", "names"),
+    [
+        ("gpu02", ["gpu02"]),
+        ("gpu[01-03,07],cpu1", ["gpu01", "gpu02", "gpu03", "gpu07", "cpu1"]),
+        ("r[1-2]-n[8-9]", ["r1-n8", "r1-n9", "r2-n8", "r2-n9"]),
+        ("", []),
+        ("gpu[x]", ["gpu[x]"]),  # not a range: kept as written, matches no node
+    ],
+)
+def test_slurms_node_lists_expand_as_scontrol_show_hostnames_does(hostlist, names):
+    assert expand(hostlist) == names

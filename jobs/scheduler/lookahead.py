@@ -14,9 +14,11 @@ outranks them enters at once and starts when the next cards free. The default is
 model's cards on Slurm nodes: Slurm has a job ready for every card that can free at
 once. A lower limit gives Slurm's cards more idle moments between jobs.
 
-Not yet Slurm's to place (placed by Trainyard and pinned, as on local-agent nodes): a
-distributed job (its replicas' rendezvous is chosen before it starts), a job of a ``*``
-model or of a model that local-agent nodes serve too, a CPU job, a job sharing cards.
+A distributed job is Slurm's to place too: one Slurm job of ``-N`` nodes, whose
+replicas find replica 0's node when Slurm starts them (``slurm/scripts.py``). Not yet
+Slurm's to place (placed by Trainyard and pinned, as on local-agent nodes): a job of a
+``*`` model or of a model that local-agent nodes serve too, a CPU job, a job sharing
+cards.
 """
 
 from __future__ import annotations
@@ -106,7 +108,6 @@ class Lookahead:
             model is None
             or model not in self.cards
             or shape.models != (model,)
-            or shape.replicas != 1
             or shape.whole_cards < 1
         ):
             return None
@@ -142,7 +143,7 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
     if model is None or _borrowed(scheduling, model):
         return False
     rank = nice(job.priority, job.fair_share)
-    queued = Queued(job.pk, shape.whole_cards, job.likely_seconds)
+    queued = Queued(job.pk, shape.whole_cards * shape.replicas, job.likely_seconds)
     if not lookahead.enter(model, rank):
         reason = lookahead_reason(model, waiting=lookahead.ahead(model, rank))
         scheduling.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, reason)
@@ -196,16 +197,17 @@ INSIDE_COLUMNS = (
     "job__priority",
     "job_id",
     "job__gpu_count",
+    "job__replicas",
     "job__estimated_start",
     "job__expected_seconds",
     "job__max_runtime_minutes",
 )
 
 
-def _inside(pk, cards, slurm_start, expected_seconds, max_runtime_minutes) -> Queued:
+def _inside(pk, cards, replicas, slurm_start, expected_seconds, max_runtime_minutes) -> Queued:
     if expected_seconds is None and max_runtime_minutes is not None:
         expected_seconds = max_runtime_minutes * 60
-    return Queued(pk, cards, expected_seconds, slurm_start)
+    return Queued(pk, cards * replicas, expected_seconds, slurm_start)
 
 
 def lookahead_reason(model: str, *, waiting: int) -> Reason:

@@ -23,6 +23,7 @@ from jobs.models import ReplicaAttempt
 from resources.models import MILLI_PER_CORE
 
 from . import cli
+from .hostlist import expand
 from .outcome import is_active
 from .scripts import cpus
 
@@ -49,11 +50,23 @@ def trainyard_replicas() -> dict[str, list[Held]]:
         "replica__job__gpu_count",
     )
     replicas: dict[str, list[Held]] = defaultdict(list)
+    unrecorded: dict[str, list[Held]] = defaultdict(list)
+    recorded: dict[str, list[str]] = defaultdict(list)
     for slurm_id, node_name, cpu_milli, memory_mib, gpu_count in rows:
-        # Slurm placed it and its start is not recorded yet: where Slurm says it runs.
-        node_name = node_name or running[slurm_id].nodes
         # The executor's gres asks Slurm for a whole card per virtual GPU too.
-        replicas[node_name].append(Held(cpu_milli, memory_mib, gpu_count))
+        held = Held(cpu_milli, memory_mib, gpu_count)
+        if node_name:
+            replicas[node_name].append(held)
+            recorded[slurm_id].append(node_name)
+        else:
+            unrecorded[slurm_id].append(held)
+    # Slurm placed them and their start is not recorded yet: where Slurm says they run,
+    # one replica on each of its nodes that no recorded replica of theirs is on (all of a
+    # job's replicas ask the same).
+    for slurm_id, held in unrecorded.items():
+        nodes = [n for n in expand(running[slurm_id].nodes) if n not in recorded[slurm_id]]
+        for node_name, replica in zip(nodes, held, strict=False):
+            replicas[node_name].append(replica)
     return replicas
 
 

@@ -78,8 +78,15 @@ def shared_environment(plans: list[ReplicaPlan]) -> dict[str, str]:
 
 
 def replica_script(
-    plan: ReplicaPlan, *, shared: dict[str, str], request: Request, deadline_seconds: int | None
+    plan: ReplicaPlan,
+    *,
+    shared: dict[str, str],
+    request: Request,
+    deadline_seconds: int | None,
+    master_addresses: dict[str, str] | None = None,
 ) -> str:
+    """``master_addresses``: for a gang Slurm places, each node's address as replicas
+    reach it; MASTER_ADDR is then replica 0's node's (``master_address``)."""
     folder = shlex.quote(str(plan.attempt_folder))
     own = {k: v for k, v in plan.env.items() if shared.get(k) != v}
     names = sorted(set(plan.env) | set(FROM_SLURM))
@@ -96,6 +103,7 @@ def replica_script(
     ]
     lines += [
         _HELPERS,
+        *(master_address(plan, master_addresses) if master_addresses is not None else []),
         f"trap 'echo \"[trainyard] Slurm: the max run time ends in about "
         f"{request.warning_seconds} s.\"' USR1",
         # This script outlives its phase, so that Slurm (which follows the process tree
@@ -163,6 +171,29 @@ finish() {
 }"""
 
 
+def master_address(plan: ReplicaPlan, addresses: dict[str, str]) -> list[str]:
+    """Lines that set MASTER_ADDR from the node replica 0 runs on, which the batch script
+    (on the allocation's first node, where Slurm also starts rank 0) names in
+    ``$TRAINYARD_MASTER_NODE``; replica 0 checks that it is there. Neither variable
+    reaches the job but MASTER_ADDR: the phases run with exactly the replica's names."""
+    cases = " ".join(
+        f"{shlex.quote(node)}) export MASTER_ADDR={shlex.quote(address)} ;;"
+        for node, address in sorted(addresses.items())
+    )
+    lines = [
+        f'case "${{TRAINYARD_MASTER_NODE-}}" in {cases} '
+        '*) echo "[trainyard] replica 0 runs on ${TRAINYARD_MASTER_NODE-?}, '
+        'which is no Slurm node Trainyard knows"; finish 1 ;; esac'
+    ]
+    if plan.index == 0:
+        lines.append(
+            '[ "$SLURMD_NODENAME" = "$TRAINYARD_MASTER_NODE" ] || { echo "[trainyard] '
+            "replica 0 runs on $SLURMD_NODENAME, not on the first node of the allocation "
+            '($TRAINYARD_MASTER_NODE)"; finish 1; }'
+        )
+    return lines
+
+
 # The keeper runs as root: the Slurm job's own account where that is root, else through
 # sudo, which a site allows for exactly the keeper (README, production).
 KEEP = 'keep() { if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n -- "$@"; fi; }'
@@ -175,9 +206,14 @@ def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> 
 
     if len(plans) == 1:
         return f"#!/bin/bash\n{KEEP}\n{keep(plans[0])}\n"
-    cases = " ".join(f"{shlex.quote(p.node_name)}) {keep(p)} ;;" for p in plans)
+    # Pinned, each replica goes to its node; placed by Slurm, to its rank.
+    pinned = all(p.node_name for p in plans)
+    on = '"$SLURMD_NODENAME"' if pinned else '"$SLURM_PROCID"'
+    cases = " ".join(
+        f"{shlex.quote(p.node_name) if pinned else p.index}) {keep(p)} ;;" for p in plans
+    )
     dispatch = (
-        f'{KEEP}; case "$SLURMD_NODENAME" in {cases} esac; '
+        f"{KEEP}; case {on} in {cases} esac; "
         'echo "[trainyard] no replica for node $SLURMD_NODENAME" >&2; exit 97'
     )
     srun = [
@@ -203,7 +239,9 @@ def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> 
         "#!/bin/bash\n"
         f"trap 'echo \"[trainyard] Slurm: the max run time ends in about "
         f"{request.warning_seconds} s.\"' USR1\n"
-        f"{shlex.join(srun)} &\n"
+        # The batch script runs on the allocation's first node, as srun's rank 0 does.
+        + ("" if pinned else 'export TRAINYARD_MASTER_NODE="$SLURMD_NODENAME"\n')
+        + f"{shlex.join(srun)} &\n"
         "child=$!\n"
         "while :; do\n"
         '  wait "$child"; status=$?\n'

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.reasons import Reason
-from jobs.execution.replica import keeper, sandbox
+from jobs.execution.replica import keeper, network, sandbox
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.replica.image_cache import ImageError
 from jobs.execution.replica.image_root import image_plan
@@ -162,10 +162,15 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
     request = _request(job, group[0].node)
     shared = shared_env(plans)
     deadline_seconds = job.max_runtime_minutes * 60 if job.max_runtime_minutes else None
+    masters = master_addresses() if len(plans) > 1 and group[0].node is None else None
     for replica in plans:
         replica.script_path.write_text(
             replica_script(
-                replica, shared=shared, request=request, deadline_seconds=deadline_seconds
+                replica,
+                shared=shared,
+                request=request,
+                deadline_seconds=deadline_seconds,
+                master_addresses=masters,
             )
         )
         replica.script_path.chmod(0o500)
@@ -251,6 +256,13 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
         env=env,
         phases=[name for name, _path in phases],
     )
+
+
+def master_addresses() -> dict[str, str]:
+    """Each Slurm node's address as a replica reaches it: a gang Slurm places learns
+    which is replica 0's only when it starts."""
+    nodes = Node.objects.filter(executor=Node.Executor.SLURM).values_list("name", "address")
+    return {name: network.reachable_address(address) for name, address in nodes if address}
 
 
 def closed_by_trainyard() -> list[str]:
