@@ -17,7 +17,7 @@ from jobs.scheduler import run_pass
 from jobs.scheduler.lookahead import Lookahead
 from jobs.scheduler.lookahead_forecast import Queued
 from resources.models import Allocation, GpuCard, Node
-from tests.factories import GpuModelFactory, JobFactory, NodeFactory, UserFactory
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, QuotaFactory, UserFactory
 from tests.scheduling import assert_invariants, fresh
 from tests.test_fair_share import used
 
@@ -188,6 +188,21 @@ def test_a_distributed_job_is_submitted_whole_for_slurm_to_place(v100):
     # Its 8 cards count against the look-ahead's replay as one job's.
     assert Lookahead.load().inside_jobs["V100"][0][1].cards == 8
     assert_invariants()
+
+
+def test_a_gang_is_charged_all_its_replicas_when_it_enters(v100):
+    """Two gangs of 2 × 4 cards against a quota of 12: one enters, the other waits for
+    quota (charged one replica in the pass, the first would have let the second in)."""
+    owner = UserFactory()
+    QuotaFactory(user=owner, gpu_model=v100, limit=12)
+    gangs = [
+        JobFactory(owner=owner, gpu_model=v100, gpu_count=4, replicas=2, task_mode="distributed")
+        for _ in range(2)
+    ]
+
+    run_pass()
+
+    assert [fresh(gang).state for gang in gangs] == [Job.State.STARTING, Job.State.QUOTA_WAIT]
 
 
 def test_a_pass_submitting_for_slurm_costs_the_same_queries_for_20_or_100_jobs(v100):
