@@ -155,7 +155,7 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
         lookahead.inside[model].remove(rank)
         return True
     lookahead.entered.setdefault(model, []).append((rank, queued))
-    scheduling.quotas.charge_started(job, [model], scheduling.now)
+    scheduling.quotas.charge_started(job, [model] * shape.replicas, scheduling.now)
     scheduling.starts.append(Start(job, (), tuple(host_ports), slurm_model=model))
     return True
 
