@@ -68,12 +68,13 @@ def quota_holdings_for(
     model_at = 5 + REQUEST_FIELDS.index("gpu_model__name")
     aggregated = [row[0] for row in rows if (row[model_at] or "").startswith("*")]
     placed_on: dict[int, list[str | None]] = {}
-    for job_id, model_id in (
+    for job_id, model_id, submitted_for in (
         Replica.objects.filter(job_id__in=aggregated)
         .order_by("job_id", "index")
-        .values_list("job_id", "node__gpu_model_id")
+        .values_list("job_id", "node__gpu_model_id", "slurm_model_id")
     ):
-        placed_on.setdefault(job_id, []).append(catalog.name_of(model_id))
+        # Not started yet inside Slurm: the member it was submitted for.
+        placed_on.setdefault(job_id, []).append(catalog.name_of(model_id or submitted_for))
     holdings: dict[int, list[Holding]] = {}
     for job_id, owner_id, started_at, max_runtime, borrowed, *request_values in rows:
         request = request_from_values(request_values, catalog)

@@ -149,3 +149,20 @@ def test_a_gang_slurm_places_waits_whole_then_starts_together_and_all_reduces(
     first, second = sorted(attempt.started_at for attempt in attempts)
     assert second - first < timedelta(seconds=5)  # one allocation: together
     assert sums(job, nodes) == ["0 2 3.0", "1 2 3.0"]
+
+
+def test_a_star_models_job_runs_on_the_member_trainyard_chose(slurm):
+    """``*GPU`` = V100 (the dev cluster's nodes) and P4 (no node): Slurm places it among
+    the V100 nodes, with the V100 gres, and the replica keeps the member it went for."""
+    v100 = slurm.nodes[0].gpu_model
+    star = GpuModelFactory(name="*GPU")
+    star.members.set([v100, GpuModelFactory(name="P4")])
+    job = gpu_job("sleep 1", gpu_model=star)
+
+    job = wait_for_state(job, Job.FINAL_STATES, slurm.worker, timeout=WAIT)
+
+    assert job.state == Job.State.SUCCEEDED, job.state_reason
+    [attempt] = attempts_of(job)
+    assert "--gres=gpu:v100:1" in AttemptFolder.of(attempt).read(PLAN)["argv"]
+    replica = Replica.objects.get(job=job)
+    assert replica.slurm_model == v100 and replica.node in slurm.nodes

@@ -23,6 +23,17 @@ class Replica(models.Model):
         verbose_name=_("node"),
     )
     card_indices = models.JSONField(_("card indices"), default=list, blank=True)
+    # The GPU model a replica Slurm places was submitted for (of a ``*`` model, the member
+    # Trainyard chose when it admitted the job): what its quota is charged to until Slurm
+    # starts it on a node. None for a replica Trainyard placed.
+    slurm_model = models.ForeignKey(
+        "resources.GpuModel",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("GPU model submitted to Slurm"),
+    )
 
     class Meta:
         ordering = ["job", "index"]

@@ -227,6 +227,13 @@ class Cluster:
             return None
         return self.catalog.physical_models(requested)
 
+    def whole_free_by_model(self) -> dict[str | None, int]:
+        """Cards nobody holds any of, per model."""
+        free: dict[str | None, int] = {}
+        for node in self.nodes.values():
+            free[node.model] = free.get(node.model, 0) + node.whole_free
+        return free
+
     def nodes_by_whole_free(
         self, models: tuple[str | None, ...] | None, minimum: int = 0
     ) -> Iterator[Iterable[NodeState]]:

@@ -15,10 +15,12 @@ model's cards on Slurm nodes: Slurm has a job ready for every card that can free
 once. A lower limit gives Slurm's cards more idle moments between jobs.
 
 A distributed job is Slurm's to place too: one Slurm job of ``-N`` nodes, whose
-replicas find replica 0's node when Slurm starts them (``slurm/scripts.py``). Not yet
-Slurm's to place (placed by Trainyard and pinned, as on local-agent nodes): a job of a
-``*`` model or of a model that local-agent nodes serve too, a CPU job, a job sharing
-cards.
+replicas find replica 0's node when Slurm starts them (``slurm/scripts.py``). So is a job
+of a ``*`` model whose members (those with nodes) only Slurm serves: Trainyard picks the
+member when it admits it (``_member``), as Kueue assigns a flavor, so that its quota is
+charged exactly from then on; Slurm picks among that member's nodes. Not yet Slurm's to
+place (placed by Trainyard and pinned, as on local-agent nodes): a job of a model that
+local-agent nodes serve too, a CPU job, a job sharing cards.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Lookahead:
     entered: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
     held: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
     ranked: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
+    served: set[str] = field(default_factory=set)  # every model some node serves
 
     @classmethod
     def load(cls) -> Lookahead:
@@ -74,6 +77,7 @@ class Lookahead:
             for row in models
             if row["nodes"] == row["slurm_nodes"]
         }
+        served = {row["gpu_model__name"] for row in models}
         inside: dict[str, list[tuple[tuple[int, int], Queued]]] = {}
         if cards:
             waiting = (
@@ -81,9 +85,11 @@ class Lookahead:
                 .order_by("job__submitted_at", "job_id")
                 .values_list(*INSIDE_COLUMNS)
             )
-            for model, owner_id, priority, *job in waiting:
-                inside.setdefault(model, []).append(((owner_id, priority), _inside(*job)))
-        return cls(cards, inside, settings.TRAINYARD_SLURM_LOOKAHEAD)
+            for model, asked, owner_id, priority, *job in waiting:
+                # (Submitted before the model was kept: the job's own, never a ``*`` one.)
+                entry = ((owner_id, priority), _inside(*job))
+                inside.setdefault(model or asked, []).append(entry)
+        return cls(cards, inside, settings.TRAINYARD_SLURM_LOOKAHEAD, served=served)
 
     @property
     def owners(self) -> set[int]:
@@ -101,17 +107,16 @@ class Lookahead:
         }
         self.inside = {model: [rank for rank, _job in jobs] for model, jobs in self.ranked.items()}
 
-    def model_for(self, job: WaitingJob, shape: Shape) -> str | None:
-        """The model Slurm places ``job`` on, or None when Trainyard places it."""
-        model = job.requested_model
-        if (
-            model is None
-            or model not in self.cards
-            or shape.models != (model,)
-            or shape.whole_cards < 1
-        ):
-            return None
-        return model
+    def models_for(self, shape: Shape) -> list[str]:
+        """The models Slurm may place a job of ``shape`` on (those its quota admits, of a
+        ``*`` model the members that nodes serve); none when Trainyard places it: some are
+        served by local-agent nodes too, or it is no job of whole cards."""
+        if not shape.models or None in shape.models or shape.whole_cards < 1:
+            return []
+        models = [model for model in shape.models if model in self.served]
+        if not models or any(model not in self.cards for model in models):
+            return []
+        return models
 
     def limit(self, model: str) -> int:
         return self.setting or max(1, self.cards[model])
@@ -139,10 +144,11 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
     (and may preempt them for it): a job inside Slurm could not reclaim those cards.
     """
     lookahead: Lookahead | None = scheduling.lookahead
-    model = lookahead.model_for(job, shape) if lookahead is not None else None
-    if model is None or _borrowed(scheduling, model):
+    models = lookahead.models_for(shape) if lookahead is not None else []
+    if not models or any(_borrowed(scheduling, model) for model in models):
         return False
     rank = nice(job.priority, job.fair_share)
+    model = _member(scheduling, lookahead, models, rank)
     queued = Queued(job.pk, shape.whole_cards * shape.replicas, job.likely_seconds)
     if not lookahead.enter(model, rank):
         reason = lookahead_reason(model, waiting=lookahead.ahead(model, rank))
@@ -156,8 +162,25 @@ def submit_for_slurm(scheduling, job: WaitingJob, shape: Shape) -> bool:
         return True
     lookahead.entered.setdefault(model, []).append((rank, queued))
     scheduling.quotas.charge_started(job, [model] * shape.replicas, scheduling.now)
-    scheduling.starts.append(Start(job, (), tuple(host_ports), slurm_model=model))
+    model_id = scheduling.catalog.models[model].pk
+    scheduling.starts.append(
+        Start(job, (), tuple(host_ports), slurm_model=model, slurm_model_id=model_id)
+    )
     return True
+
+
+def _member(scheduling, lookahead: Lookahead, models: list[str], rank: int) -> str:
+    """Which of ``models`` a job goes to Slurm for (one, unless it asked for a ``*``
+    model), as Kueue assigns a flavor at admission: one whose look-ahead has room, with
+    the most cards free in Trainyard's view less its jobs inside Slurm; else the one with
+    the fewest ahead of it. Its quota is charged to that model from now on, as if placed."""
+    if len(models) == 1:
+        return models[0]
+    room = [model for model in models if lookahead.ahead(model, rank) < lookahead.limit(model)]
+    if not room:
+        return min(models, key=lambda model: (lookahead.ahead(model, rank), model))
+    free = scheduling.cluster.whole_free_by_model()
+    return max(room, key=lambda m: (free.get(m, 0) - len(lookahead.inside.get(m, [])), m))
 
 
 def _borrowed(scheduling, model: str) -> bool:
@@ -190,8 +213,9 @@ def held_starts(scheduling) -> dict[int, datetime | None]:
     return {job.pk: starts[job.pk] for held in lookahead.held.values() for _rank, job in held}
 
 
-# Model, owner, priority, then what ``_inside`` makes the forecast's job of.
+# Model (submitted for, asked for), owner, priority, then the forecast's job (``_inside``).
 INSIDE_COLUMNS = (
+    "slurm_model__name",
     "job__gpu_model__name",
     "job__owner_id",
     "job__priority",

@@ -38,6 +38,7 @@ class Start:
     borrowed: bool = False  # preemptible, beyond its owner's quota
     away_from_checkpoint: tuple[str, ...] = ()  # nodes holding checkpoints it starts without
     slurm_model: str | None = None  # no ``uses``: submitted for Slurm to place on this model
+    slurm_model_id: int | None = None
 
     @property
     def replicas(self) -> int:
@@ -244,17 +245,16 @@ def _write_replicas(starts: list[Start]) -> dict[tuple[int, int], int]:
         # Slurm-placed: no node until Slurm starts it (``slurm/placed.py`` records it).
         uses = start.uses or [ReplicaUse(None, 0, 0, 0)] * start.replicas
         for index, use in enumerate(uses):
-            cards = [card.index for card in use.cards]
+            row = (use.node_pk, [card.index for card in use.cards], start.slurm_model_id)
             pk = existing.get((start.job.pk, index))
             if pk is None:
-                new.append((start.job.pk, index, use.node_pk, cards))
+                new.append((start.job.pk, index, *row))
             else:
-                moved.append((pk, use.node_pk, cards))
-    update_from_values(Replica, rows=moved, set_fields=["node", "card_indices"])
-    created = insert_rows(
-        Replica, fields=["job", "index", "node", "card_indices"], rows=new, returning=True
-    )
-    for (job_id, index, _node, _cards), pk in zip(new, created, strict=True):
+                moved.append((pk, *row))
+    fields = ["node", "card_indices", "slurm_model"]
+    update_from_values(Replica, rows=moved, set_fields=fields)
+    created = insert_rows(Replica, fields=["job", "index", *fields], rows=new, returning=True)
+    for (job_id, index, *_row), pk in zip(new, created, strict=True):
         existing[job_id, index] = pk
     return existing
 

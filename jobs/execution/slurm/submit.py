@@ -159,7 +159,9 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
     if None in plans:
         return None
     job = group[0].replica.job
-    request = _request(job, group[0].node)
+    lead = group[0]
+    model_id = lead.node.gpu_model_id if lead.node else lead.replica.slurm_model_id
+    request = _request(job, lead.node, model_id)
     shared = shared_env(plans)
     deadline_seconds = job.max_runtime_minutes * 60 if job.max_runtime_minutes else None
     masters = master_addresses() if len(plans) > 1 and group[0].node is None else None
@@ -181,7 +183,7 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             request=request,
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
-            exclude=closed_by_trainyard() if group[0].node is None else [],
+            exclude=_avoid(request, model_id or job.gpu_model_id) if lead.node is None else [],
         ),
         "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
@@ -265,6 +267,18 @@ def master_addresses() -> dict[str, str]:
     return {name: network.reachable_address(address) for name, address in nodes if address}
 
 
+def _avoid(request: Request, model_id: int | None) -> list[str]:
+    """The Slurm nodes a job Slurm places for this GPU model must avoid: those closed by
+    a Trainyard admin; with a gres of no type (none or several map to the model), those
+    of other models too, which Slurm still knows (a name it does not would fail sbatch)."""
+    closed = closed_by_trainyard()
+    if request.gres.count(":") > 1:
+        return closed
+    others = Node.objects.filter(executor=Node.Executor.SLURM).exclude(state=Node.State.DOWN)
+    others = others.exclude(gpu_model_id=model_id).values_list("name", flat=True)
+    return sorted(set(closed) | set(others))
+
+
 def closed_by_trainyard() -> list[str]:
     """Slurm nodes a Trainyard admin drained or downed (Slurm's own states need no word):
     a job Slurm places must not go there."""
@@ -277,26 +291,29 @@ def _plain(value):
     return str(value) if isinstance(value, Path) else value
 
 
-def _request(job: Job, node) -> Request:
+def _request(job: Job, node, model_id: int | None) -> Request:
     # With an augmentation search first, the max run time starts with training:
     # Slurm's limit would count both phases, so the tracking pass enforces it instead.
     runtime = job.max_runtime_minutes if not job.augmentation_command.strip() else None
     return Request(
         cpu_milli=job.cpu_milli,
         memory_mib=job.memory_mib,
-        gres=gres(job, node),
+        gres=gres(job, node, model_id),
         runtime_minutes=runtime,
         warning_seconds=max(1, SiteSettings.load().stop_grace_seconds),
         nice=slurm_nices([job])[job.pk],
     )
 
 
-def gres(job: Job, node) -> str:
-    """``gpu:<type>:<n>`` with the Slurm GPU type of the node's model (the job's own, when
-    Slurm places it: no node) when one type maps to that model."""
+def gres(job: Job, node, model_id: int | None = None) -> str:
+    """``gpu:<type>:<n>`` with the Slurm GPU type of the node's model (when Slurm places
+    it, no node: ``model_id``, the model it was submitted for, else the job's own) when
+    one type maps to that model."""
     if job.resource_kind == "cpu" or not job.gpu_count:
         return ""
-    model_id = node.gpu_model_id if node is not None else job.gpu_model_id
+    if node is not None:
+        model_id = node.gpu_model_id
+    model_id = model_id or job.gpu_model_id
     types = list(
         SlurmGpuType.objects.filter(gpu_model_id=model_id).values_list("slurm_type", flat=True)
     )
