@@ -22,13 +22,17 @@ MINUTE = timedelta(minutes=1)
 HOUR = 3600
 
 
-def one_node(free: int, *, held_until: list[datetime] = ()) -> tuple[Cluster, list[Release]]:
-    """A V100 node with ``free`` cards free and one held card per end in ``held_until``."""
+def one_node(
+    free: int, *, held_until: list[datetime] = (), outside: int = 0
+) -> tuple[Cluster, list[Release]]:
+    """A V100 node with ``free`` cards free, one held card per end in ``held_until``, and
+    ``outside`` cards that jobs outside Trainyard hold (their end unknown here)."""
     node = NodeState(
         pk=1, name="gpu01", model="V100", cpu_free=64_000, memory_free=1 << 20, storage_free=1000
     )
     cluster = Cluster([node], ModelCatalog())
     node.whole_free = free
+    cluster.held_outside = {1: outside} if outside else {}
     releases = [
         Release(end, order, ReplicaUse(1, 0, 0, 0, whole_cards=1), job_id=order, likely_end=end)
         for order, end in enumerate(held_until)
@@ -58,6 +62,21 @@ def test_slurms_estimate_wins_over_what_trainyard_sees_free():
     held = Queued(2, 1, HOUR)
 
     assert starts(cluster, releases, inside, held) == [NOW + 45 * MINUTE, NOW + 105 * MINUTE]
+
+
+def test_slurms_estimate_tells_when_the_cards_held_outside_trainyard_free():
+    """Jobs outside Trainyard hold all 4 cards, until a moment only Slurm knows: its
+    estimate for the job inside (minute 20) says they free by then, so the job behind
+    starts then too (2 + 2 cards), not never."""
+    cluster, releases = one_node(0, outside=4)
+    inside = Queued(1, 2, HOUR, slurm_start=NOW + 20 * MINUTE)
+    held = [Queued(2, 2, HOUR), Queued(3, 2, HOUR)]
+
+    assert starts(cluster, releases, inside, *held) == [
+        NOW + 20 * MINUTE,
+        NOW + 20 * MINUTE,
+        NOW + 80 * MINUTE,
+    ]
 
 
 def test_without_slurms_estimate_jobs_start_as_cards_free_in_order():
