@@ -8,7 +8,9 @@ places gets a replay of its own, over its cards as a pool:
 - the cards free now, and those freed by what runs at its likely end (``Release``);
 - the jobs inside Slurm in Slurm's order (their nice, then submission), each starting at
   Slurm's estimate (``squeue``'s ``StartTime``: its backfill's plan, which knows the
-  jobs Trainyard never sees) or, without one, when enough cards have freed;
+  jobs Trainyard never sees) or, without one, when enough cards have freed; a job that
+  Slurm starts when Trainyard sees too few cards free says that the cards held outside
+  Trainyard (``Cluster.held_outside``, whose end Trainyard does not know) free by then;
 - then the waiting jobs, in Trainyard's order, merged with those by rank, each when
   enough cards have freed after the job before it (Slurm starts them in that order);
 - every started job gives its cards back after its likely run (expected, else its max
@@ -57,14 +59,21 @@ def lookahead_starts(
             ends[node.model].append((max(now, release.likely_end), cards))
     starts: dict[int, datetime | None] = {}
     for model, queued in queues.items():
-        free = sum(node.whole_free for node in cluster.nodes.values() if node.model == model)
-        starts |= _replay(now, free, ends[model], queued)
+        nodes = [node for node in cluster.nodes.values() if node.model == model]
+        free = sum(node.whole_free for node in nodes)
+        outside = sum(cluster.held_outside.get(node.pk, 0) for node in nodes)
+        starts |= _replay(now, free, ends[model], queued, outside)
     return starts
 
 
 def _replay(
-    now: datetime, free: int, ends: list[tuple[datetime, int]], queued: list[Queued]
+    now: datetime,
+    free: int,
+    ends: list[tuple[datetime, int]],
+    queued: list[Queued],
+    outside: int = 0,
 ) -> dict[int, datetime | None]:
+    """``outside``: cards jobs outside Trainyard hold, whose end only Slurm knows."""
     heapq.heapify(ends)
     starts: dict[int, datetime | None] = {}
     moment: datetime | None = now
@@ -77,6 +86,10 @@ def _replay(
             moment = max(moment, job.slurm_start)
             while ends and ends[0][0] <= moment:
                 free += heapq.heappop(ends)[1]
+            if free < job.cards:
+                # Starting then on cards Trainyard sees held: by Slurm's plan, those
+                # held outside Trainyard free by then.
+                free, outside = free + outside, 0
         else:
             while free < job.cards and ends:
                 end, cards = heapq.heappop(ends)
