@@ -239,6 +239,27 @@ def test_the_job_page_and_log_api_say_slurm_has_yet_to_place_it(v100, client, se
     assert log.json()["node"] == "Slurm, not placed yet"
 
 
+def test_the_page_gives_no_cards_or_deadline_before_slurm_starts_it(v100, settings, tmp_path):
+    """Inside Slurm, not started: shown as for a job still waiting (its deadline assigned
+    at start, its cards counted from 0), not as an empty CUDA_VISIBLE_DEVICES and deadline."""
+    from jobs.detail_views import page_environment
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    job = JobFactory(gpu_model=v100, gpu_count=2, max_runtime_minutes=30)
+    run_pass()
+    ReplicaAttempt.objects.create(replica=Replica.objects.get(job=job), number=1, node=None)
+
+    env = page_environment(fresh(job))
+
+    assert env["TRAINYARD_DEADLINE"] == "<assigned at start>"
+    assert env["CUDA_VISIBLE_DEVICES"] == "0,1"
+
+    attempt = ReplicaAttempt.objects.get(replica__job=job)
+    attempt.delete()
+    slurm_started(job, node="gpu02", gpus="1,3")
+    assert page_environment(fresh(job))["CUDA_VISIBLE_DEVICES"] == "1,3"
+
+
 def test_inside_slurm_trainyards_order_is_the_nice_value(v100):
     """High priority first; within a priority, less recent use first; never negative."""
     from jobs.execution.slurm.priority import slurm_nices
