@@ -91,8 +91,8 @@ def page_environment(job: Job) -> dict[str, str]:
 def _placement(job: Job) -> ReplicaPlacement | None:
     """What replica 0's latest attempt was given at start (ports, deadline), if it started."""
     attempt = first_replica_latest_attempt(job)
-    if attempt is None:
-        return None
+    if attempt is None or attempt.node_id is None:
+        return None  # not started, or inside Slurm, which has yet to give it anything
     deadline = int(attempt.deadline.timestamp()) if attempt.deadline else None
     return replace(replica_placement(attempt), deadline_epoch=deadline)
 
