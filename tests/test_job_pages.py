@@ -39,6 +39,15 @@ def test_detail_shows_the_job(owner_client, job):
     assert "120 minutes" in html
 
 
+def test_the_time_card_says_why_it_is_empty(owner_client, job):
+    """No run-time estimate (no past runs of its kind) and no attempt yet: the card says
+    so in words rather than showing a bare heading."""
+    html = owner_client.get(detail(job)).content.decode()
+    card = html[html.index('id="job-times"') :]
+    card = card[: card.index("</section>")]
+    assert "No run-time estimate yet, and no attempt has started." in card
+
+
 def queries(client, url: str, **params) -> int:
     with CaptureQueriesContext(connection) as context:
         assert client.get(url, params).status_code == 200
