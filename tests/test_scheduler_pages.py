@@ -46,3 +46,21 @@ def test_the_api_gives_reason_position_and_estimated_start(owner_client, waiting
     assert data["queue_position"] == 1
     holder_end = Job.objects.exclude(pk=waiting.pk).get().started_at + timedelta(minutes=60)
     assert data["estimated_start"].startswith(holder_end.replace(microsecond=0).isoformat()[:19])
+
+
+def test_the_job_list_shows_why_a_job_inside_slurm_waits_there(owner_client, owner, project):
+    """Starting, inside Slurm's queue: Slurm's reason, place and estimate, as for a job
+    waiting in Trainyard's (its page has them already)."""
+    job = JobFactory(owner=owner, project=project, state=Job.State.STARTING)
+    slurm_start = fresh(job).submitted_at + timedelta(minutes=19)
+    Job.objects.filter(pk=job.pk).update(
+        state_reason="Slurm job 4367 is waiting in Slurm's queue: the resources it needs "
+        "are in use by other Slurm jobs.",
+        queue_position=1,
+        estimated_start=slurm_start,
+    )
+
+    page = owner_client.get(reverse("jobs:list")).content.decode()
+
+    assert "the resources it needs are in use by other Slurm jobs" in page
+    assert "#1 in its queue" in page and "expected start" in page
