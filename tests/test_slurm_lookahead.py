@@ -5,9 +5,10 @@ charge of who enters Slurm's queue (jobs/scheduler/lookahead.py, slurm/placed.py
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm import cli
@@ -15,13 +16,15 @@ from jobs.execution.slurm.submit import PLAN
 from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from jobs.services.stop import job_stop
-from resources.models import Allocation
+from resources.models import Allocation, Node
+from resources.services import node_set_state
 from tests.agent_support import attempts_of, wait_for_state
 from tests.factories import GpuModelFactory, UserFactory
 from tests.support.waiting import wait_until
 from tests.test_agent_distributed import all_reduce_job, sums
 from tests.test_fair_share import used
 from tests.test_slurm_held_outside import outside  # noqa: F401 (a fixture)
+from tests.test_slurm_queue_mirror import cancel, foreign_job
 from tests.test_slurm_run import WAIT, gpu_job
 
 pytestmark = pytest.mark.integration
@@ -166,3 +169,41 @@ def test_a_star_models_job_runs_on_the_member_trainyard_chose(slurm):
     assert "--gres=gpu:v100:1" in AttemptFolder.of(attempt).read(PLAN)["argv"]
     replica = Replica.objects.get(job=job)
     assert replica.slurm_model == v100 and replica.node in slurm.nodes
+
+
+def test_a_job_behind_the_lookahead_expects_to_start_after_the_jobs_inside_slurm(
+    slurm, slurm_cluster_alone
+):
+    """One V100 node open to Trainyard (a look-ahead of its 4 cards), held whole by a job
+    outside Trainyard for 5 more minutes: 4 jobs enter Slurm's queue and get Slurm's own
+    estimates (after the outside job's end); the fifth waits its turn in Trainyard's queue
+    and expects to start after the last of them (Slurm's order: same nice, submitted
+    later), no later than one run (10 minutes) after it."""
+    *closed, node = slurm.nodes
+    for other in closed:
+        node_set_state(node=other, state=Node.State.DRAINING, reason="Not for this test")
+    foreign = foreign_job(slurm, node.name, minutes=5)
+    try:
+        jobs = [gpu_job("sleep 600", max_runtime_minutes=10) for _ in range(5)]
+        request_pass()
+        inside, held = jobs[:4], jobs[4]
+
+        def estimates() -> list:
+            return [Job.objects.get(pk=job.pk).estimated_start for job in inside]
+
+        slurm_starts = wait_until(
+            lambda: all(estimates()) and estimates(), what="Slurm's estimates", timeout=WAIT
+        )
+        last = max(slurm_starts)
+        assert last > timezone.now() + timedelta(minutes=3)  # after the outside job's end
+
+        def expected() -> datetime | None:
+            start = Job.objects.get(pk=held.pk).estimated_start
+            return start if start and last <= start <= last + timedelta(minutes=10) else None
+
+        wait_until(expected, what=f"the held job's estimate after {last}", timeout=WAIT)
+        held = Job.objects.get(pk=held.pk)
+        assert held.state == Job.State.RESOURCE_WAIT
+        assert held.state_reason.startswith("Waiting its turn to enter Slurm's queue: 4 V100")
+    finally:
+        cancel(slurm, foreign)
