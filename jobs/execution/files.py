@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 LOG_NAME = "output.log"
 TAIL_BLOCK_BYTES = 64 * 1024

@@ -28,7 +28,7 @@ import re
 import stat
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 FOLDER_MODE = 0o700
 PARENT_MODE = 0o711  # the job's uid may pass through, never list

@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 from .network import (
     TABLE,

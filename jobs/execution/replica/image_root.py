@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 from . import sandbox
 from .image_cache import CachedImage, image_env, image_prepare, image_release, images_evict

@@ -26,10 +26,11 @@ agent does before its runner starts (``jobs/execution/agent/isolation.py``), fro
    exits with the script's status. Killed instead, it leaves both to the next
    replica that takes the slot (``network._remove_stale``, the lease's lock).
 
-No database and no Django app: ``settings.configure`` with the few settings
-``keeper.json`` carries (``NODE_SETTINGS``) is all that the runtime needs here.
-So the project's modules are imported inside the functions, once ``main`` has put the
-project on ``sys.path`` and configured those settings: never at the top of this script.
+No database and no Django: the few settings ``keeper.json`` carries
+(``NODE_SETTINGS``), configured in ``jobs/execution/node_settings.py``, are all that
+the runtime reads here. So the project's modules are imported inside the functions, once
+``main`` has put the project on ``sys.path`` and configured those settings: never at
+the top of this script.
 """
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ def main(folder: Path, node: str) -> int:
     if plan is None:
         print(f"[trainyard] no {PLAN}.json in {folder}", file=sys.stderr)
         return 1
-    from django.conf import settings
+    from jobs.execution.node_settings import settings
 
-    settings.configure(**plan["settings"])
+    settings.configure(plan["settings"])
     from jobs.execution.files import NODE_NAME
 
     plan["node"] = node if NODE_NAME.fullmatch(node) else "node"

@@ -40,7 +40,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 from .slots import job_subnet
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 from .host_network import host_problem
 from .runner import HOST_SCRATCH

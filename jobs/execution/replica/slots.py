@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.conf import settings
+from jobs.execution.node_settings import settings
 
 
 class NoFreeSlot(Exception):
