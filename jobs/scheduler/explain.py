@@ -26,13 +26,14 @@ def waiting_changes(scheduling, *, step) -> list[Waiting]:
     # which hold nothing in Trainyard's view yet: a replay of the pass would start it at
     # once. Its own replay starts those at Slurm's estimates (``lookahead_forecast.py``).
     behind = held_starts(scheduling)
+    not_replayed_here = started | behind.keys()
     reasons = ResourceReasons(scheduling.cluster)
     estimates = (
         forecast_starts(
             now=scheduling.now,
             cluster=scheduling.cluster,
             quotas=scheduling.quotas,
-            jobs=[job for job in scheduling.jobs if job.pk not in started | behind.keys()],
+            jobs=[job for job in scheduling.jobs if job.pk not in not_replayed_here],
             releases=scheduling.releases(),
             step=step,
         )
