@@ -39,7 +39,7 @@ from resources.models import Node
 
 from .lookahead_forecast import Queued, in_slurm_order, lookahead_starts
 from .placement import Shape
-from .queue import WaitingJob
+from .queue import WaitingJob, likely_seconds
 from .writes import Start
 
 LOOKAHEAD_REASON = "slurm.lookahead"
@@ -229,9 +229,9 @@ INSIDE_COLUMNS = (
 
 
 def _inside(pk, cards, replicas, slurm_start, expected_seconds, max_runtime_minutes) -> Queued:
-    if expected_seconds is None and max_runtime_minutes is not None:
-        expected_seconds = max_runtime_minutes * 60
-    return Queued(pk, cards * replicas, expected_seconds, slurm_start)
+    return Queued(
+        pk, cards * replicas, likely_seconds(expected_seconds, max_runtime_minutes), slurm_start
+    )
 
 
 def lookahead_reason(model: str, *, waiting: int) -> Reason:

@@ -54,10 +54,7 @@ class WaitingJob:
 
     @property
     def likely_seconds(self) -> int | None:
-        """How long it will likely run once started: expected, else its max run time."""
-        if self.expected_seconds is not None:
-            return self.expected_seconds
-        return None if self.max_runtime_minutes is None else self.max_runtime_minutes * 60
+        return likely_seconds(self.expected_seconds, self.max_runtime_minutes)
 
     @property
     def queue(self) -> str:
@@ -132,3 +129,10 @@ def in_fair_share_order(jobs: list[WaitingJob], factors: dict[int, float]) -> li
     return sorted(
         jobs, key=lambda job: (not job.reclaiming, job.on_victims, -job.priority, -job.fair_share)
     )
+
+
+def likely_seconds(expected_seconds: int | None, max_runtime_minutes: int | None) -> int | None:
+    """How long a job will likely run once started: expected, else its max run time."""
+    if expected_seconds is not None:
+        return expected_seconds
+    return None if max_runtime_minutes is None else max_runtime_minutes * 60
