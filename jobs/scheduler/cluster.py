@@ -227,12 +227,13 @@ class Cluster:
             return None
         return self.catalog.physical_models(requested)
 
-    def whole_free_by_model(self) -> dict[str | None, int]:
-        """Cards nobody holds any of, per model."""
-        free: dict[str | None, int] = {}
-        for node in self.nodes.values():
-            free[node.model] = free.get(node.model, 0) + node.whole_free
-        return free
+    def whole_free_of(self, model: str) -> int:
+        """Cards of ``model`` nobody holds any of."""
+        return sum(node.whole_free for node in self.by_model.get(model, ()))
+
+    def held_outside_of(self, model: str) -> int:
+        """Cards of ``model`` that Slurm jobs outside Trainyard hold."""
+        return sum(self.held_outside.get(node.pk, 0) for node in self.by_model.get(model, ()))
 
     def nodes_by_whole_free(
         self, models: tuple[str | None, ...] | None, minimum: int = 0

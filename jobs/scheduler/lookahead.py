@@ -179,8 +179,8 @@ def _member(scheduling, lookahead: Lookahead, models: list[str], rank: int) -> s
     room = [model for model in models if lookahead.ahead(model, rank) < lookahead.limit(model)]
     if not room:
         return min(models, key=lambda model: (lookahead.ahead(model, rank), model))
-    free = scheduling.cluster.whole_free_by_model()
-    return max(room, key=lambda m: (free.get(m, 0) - len(lookahead.inside.get(m, [])), m))
+    cluster = scheduling.cluster
+    return max(room, key=lambda m: (cluster.whole_free_of(m) - len(lookahead.inside.get(m, [])), m))
 
 
 def _borrowed(scheduling, model: str) -> bool:

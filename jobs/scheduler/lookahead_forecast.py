@@ -59,9 +59,7 @@ def lookahead_starts(
             ends[node.model].append((max(now, release.likely_end), cards))
     starts: dict[int, datetime | None] = {}
     for model, queued in queues.items():
-        nodes = [node for node in cluster.nodes.values() if node.model == model]
-        free = sum(node.whole_free for node in nodes)
-        outside = sum(cluster.held_outside.get(node.pk, 0) for node in nodes)
+        free, outside = cluster.whole_free_of(model), cluster.held_outside_of(model)
         starts |= _replay(now, free, ends[model], queued, outside)
     return starts
 
