@@ -84,11 +84,11 @@ def test_a_star_model_a_local_node_serves_in_part_is_placed_by_trainyard(star):
 def test_the_sbatch_request_is_for_the_member_and_keeps_off_other_models_untyped(star):
     small = star.members.get(name="V100-16G")
     job = JobFactory(gpu_model=star, gpu_count=2)
-    request = submit._request(job, None, small.pk)
+    request = submit._request(job, small.pk)
     assert request.gres == "gpu:2"  # no Slurm type maps to V100-16G yet
     assert submit._avoid(request, small.pk) == ["gpu03"]
 
     small.slurmgputype_set.create(slurm_type="v100_16g")
-    request = submit._request(job, None, small.pk)
+    request = submit._request(job, small.pk)
     assert request.gres == "gpu:v100_16g:2"
     assert submit._avoid(request, small.pk) == []  # the type keeps it on its nodes

@@ -5,7 +5,7 @@ import pytest
 from jobs.execution.slurm import cli, inventory, submit
 from jobs.execution.slurm.hostlist import expand
 from jobs.execution.slurm.tasks import slurm_sync_nodes, slurm_track
-from tests.factories import GpuModelFactory, JobFactory, NodeFactory
+from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
 
 
 def test_job_names_identify_job_replicas_and_attempt_of_this_installation(settings):
@@ -92,10 +92,12 @@ def test_gres_becomes_a_model_and_a_card_count(db, gres, count, problem):
 def test_gres_request_names_the_slurm_type_of_the_nodes_model(db):
     node = NodeFactory(executor="slurm")
     job = JobFactory(gpu_count=2)
-    assert submit.gres(job, node) == "gpu:2"  # no mapping yet: the pinned node decides the type
+    asked = submit.asked_model_id(ReplicaAttemptFactory(replica__job=job, replica__node=node))
+    assert asked == node.gpu_model_id  # pinned: the node's model
+    assert submit.gres(job, asked) == "gpu:2"  # no mapping yet: the pinned node decides the type
     node.gpu_model.slurmgputype_set.create(slurm_type="v100")
-    assert submit.gres(job, node) == "gpu:v100:2"
-    assert submit.gres(JobFactory(resource_kind="cpu", gpu_model=None, gpu_count=0), node) == ""
+    assert submit.gres(job, asked) == "gpu:v100:2"
+    assert submit.gres(JobFactory(resource_kind="cpu", gpu_model=None, gpu_count=0), None) == ""
 
 
 def test_tool_errors_tell_an_unreachable_controller_from_a_refusal(tmp_path, settings):

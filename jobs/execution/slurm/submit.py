@@ -160,8 +160,8 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
         return None
     job = group[0].replica.job
     lead = group[0]
-    model_id = lead.node.gpu_model_id if lead.node else lead.replica.slurm_model_id
-    request = _request(job, lead.node, model_id)
+    model_id = asked_model_id(lead)
+    request = _request(job, model_id)
     shared = shared_env(plans)
     deadline_seconds = job.max_runtime_minutes * 60 if job.max_runtime_minutes else None
     masters = master_addresses() if len(plans) > 1 and group[0].node is None else None
@@ -183,7 +183,7 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             request=request,
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
-            exclude=_avoid(request, model_id or job.gpu_model_id) if lead.node is None else [],
+            exclude=_avoid(request, model_id) if lead.node is None else [],
         ),
         "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
@@ -291,29 +291,33 @@ def _plain(value):
     return str(value) if isinstance(value, Path) else value
 
 
-def _request(job: Job, node, model_id: int | None) -> Request:
+def asked_model_id(attempt: ReplicaAttempt) -> int | None:
+    """The GPU model a Slurm job asks for: its node's where Trainyard placed it; else the
+    one it was submitted for (a ``*`` model's member), else the job's own."""
+    if attempt.node is not None:
+        return attempt.node.gpu_model_id
+    return attempt.replica.slurm_model_id or attempt.replica.job.gpu_model_id
+
+
+def _request(job: Job, model_id: int | None) -> Request:
     # With an augmentation search first, the max run time starts with training:
     # Slurm's limit would count both phases, so the tracking pass enforces it instead.
     runtime = job.max_runtime_minutes if not job.augmentation_command.strip() else None
     return Request(
         cpu_milli=job.cpu_milli,
         memory_mib=job.memory_mib,
-        gres=gres(job, node, model_id),
+        gres=gres(job, model_id),
         runtime_minutes=runtime,
         warning_seconds=max(1, SiteSettings.load().stop_grace_seconds),
         nice=slurm_nices([job])[job.pk],
     )
 
 
-def gres(job: Job, node, model_id: int | None = None) -> str:
-    """``gpu:<type>:<n>`` with the Slurm GPU type of the node's model (when Slurm places
-    it, no node: ``model_id``, the model it was submitted for, else the job's own) when
-    one type maps to that model."""
+def gres(job: Job, model_id: int | None) -> str:
+    """``gpu:<type>:<n>`` with the Slurm GPU type of the model it asks for
+    (``asked_model_id``) when one type maps to that model."""
     if job.resource_kind == "cpu" or not job.gpu_count:
         return ""
-    if node is not None:
-        model_id = node.gpu_model_id
-    model_id = model_id or job.gpu_model_id
     types = list(
         SlurmGpuType.objects.filter(gpu_model_id=model_id).values_list("slurm_type", flat=True)
     )
