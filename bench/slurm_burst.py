@@ -15,22 +15,17 @@ On the 4-node development cluster (``deploy/slurm-dev``), one-card ``sleep 3600`
 
 For (b) and (b*) it prints the API's part, the time to the end, and the CPU Trainyard's
 processes (web, workers) spent per job; (a)'s baseline beside them, with the ratios.
-Uses a scratch database (``<name>_slurmbench``) and temporary folders, as
-``slurm_side_by_side.py`` does.
+Uses a scratch database (``<name>_slurmbench``) and temporary folders
+(``slurm_site.scratch_site``).
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,14 +34,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 from bench.slurm_sbatch import in_parallel  # noqa: E402
 from bench.slurm_side_by_side import (  # noqa: E402
-    CONF,
-    SLURM_DEV,
-    cancel_slurm_jobs,
     cast,
     session_cpu_seconds,
     start_trainyard,
     trainyard_env,
 )
+from bench.slurm_site import CONF, cancel_slurm_jobs, scratch_site, submit_job  # noqa: E402
 from bench.start_overhead import stop, wait_for  # noqa: E402
 
 COMMAND = "sleep 3600"
@@ -59,32 +52,10 @@ def main() -> None:
     parser.add_argument("--poll", type=float, default=0.5, help="Slurm tracking poll (s)")
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_slurmbench).")
-    db = settings.DATABASES["default"]
-    db["TEST"]["NAME"] = f"{db['NAME']}_slurmbench"
-    started_cluster = subprocess.run([SLURM_DEV, "status"], capture_output=True).returncode != 0
-    if started_cluster:
-        subprocess.run([SLURM_DEV, "start"], check=True, capture_output=True)
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    roots = Path(tempfile.mkdtemp(prefix="trainyard-slurmburst-"))
-    os.chmod(roots, 0o755)
-    prefix = f"tyburst{uuid.uuid4().hex[:6]}"
-    settings.TRAINYARD_SLURM_CONF = str(CONF)
-    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
-    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
-    settings.TRAINYARD_NODE_ROOT = roots / "nodes"
-    settings.TRAINYARD_DATA_ROOT = roots / "data"
-    rows = []
-    try:
+    with scratch_site("slurmburst") as scratch:
+        roots, prefix = scratch.roots, scratch.prefix
         token, _nodes = cast()
-        rows.append(("(a) sbatch", sbatch_burst(args, roots, f"{prefix}-a"), None, None))
+        rows = [("(a) sbatch", sbatch_burst(args, roots, f"{prefix}-a"), None, None)]
         cancel_slurm_jobs([f"{prefix}-a"])
         for label, lookahead in (("(b) default look-ahead", 0), ("(b*) all inside", args.jobs)):
             env = trainyard_env(args, roots, prefix)
@@ -102,11 +73,6 @@ def main() -> None:
                 clear_jobs()
             rows.append((label, whole, api, cpu / args.jobs))
         report(args, rows)
-    finally:
-        cancel_slurm_jobs([prefix])
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-        if started_cluster:
-            subprocess.run([SLURM_DEV, "stop"], capture_output=True)
 
 
 def sbatch_burst(args, roots: Path, name: str) -> float:
@@ -126,26 +92,10 @@ def api_burst(args, port: int, token: str, label: str, *, all_inside: bool):
     """(seconds for the API to take every job, seconds until the burst is decided)."""
     from jobs.models import Job, ReplicaAttempt
 
-    local = threading.local()
     ids: list[int] = []
 
     def submit(index: int) -> None:
-        if not hasattr(local, "connection"):
-            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = {
-            "project": "bench",
-            "name": f"burst-{index}",
-            "command": COMMAND,
-            "resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 1},
-        }
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        headers["X-Forwarded-Proto"] = "https"
-        local.connection.request("POST", "/api/v1/jobs", json.dumps(body), headers)
-        response = local.connection.getresponse()
-        payload = response.read()
-        if response.status != 201:
-            raise SystemExit(f"submit answered {response.status}: {payload[:500]!r}")
-        ids.append(json.loads(payload)["id"])
+        ids.append(submit_job(port, token, name=f"burst-{index}", command=COMMAND))
 
     began = time.time()
     in_parallel(args.jobs, args.clients, submit)

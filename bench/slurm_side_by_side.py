@@ -26,18 +26,13 @@ temporary folders; ``--clients`` submit at once in every way.
 from __future__ import annotations
 
 import argparse
-import http.client
-import json
 import os
 import secrets
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +46,7 @@ from bench.slurm_sbatch import (  # noqa: E402
     run_when_free,
     summarize,
 )
+from bench.slurm_site import CONF, scratch_site, submit_job  # noqa: E402
 from bench.start_overhead import (  # noqa: E402
     child_env,
     kill_replicas,
@@ -60,8 +56,6 @@ from bench.start_overhead import (  # noqa: E402
     wait_for,
 )
 
-SLURM_DEV = ROOT / "deploy" / "slurm-dev" / "slurm-dev.sh"
-CONF = ROOT / "var" / "slurm-dev" / "etc" / "slurm.conf"
 COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep {sleep}'
 
 
@@ -89,68 +83,43 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    import django
-
-    django.setup()
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_slurmbench).")
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    db["TEST"]["NAME"] = f"{db['NAME']}_slurmbench"
-    started_cluster = subprocess.run([SLURM_DEV, "status"], capture_output=True).returncode != 0
-    if started_cluster:
-        subprocess.run([SLURM_DEV, "start"], check=True, capture_output=True)
-    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
-    roots = Path(tempfile.mkdtemp(prefix="trainyard-slurmbench-"))
-    os.chmod(roots, 0o755)
-    prefix = f"tybench{uuid.uuid4().hex[:6]}"
-    settings.TRAINYARD_SLURM_CONF = str(CONF)
-    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
-    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
-    settings.TRAINYARD_NODE_ROOT = roots / "nodes"  # as child_env gives the workers
-    settings.TRAINYARD_DATA_ROOT = roots / "data"
-    processes: list[subprocess.Popen] = []
-    try:
-        env = trainyard_env(args, roots, prefix)
-        token, slurm_nodes = cast()
-        port = start_trainyard(env, roots, processes)
-        results: dict[str, list[Result]] = {"a": [], "b": []}
-        # Interleaved, so that a slow minute of the machine falls on both ways alike.
-        for pair in range(args.pairs):
-            busy = machine_busy_seconds()
-            results["a"].append(run_all_at_once(args, roots / f"a{pair}", conf=CONF))
-            print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
-            if "b" in args.ways:
-                before, busy = session_cpu_seconds(processes), machine_busy_seconds()
-                results["b"].append(run_api(args, port, token, f"b{pair}"))
-                after = session_cpu_seconds(processes)
-                print(f"(b{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
-                for name, seconds in after.items():
-                    print(f"  CPU {seconds - before[name]:6.1f} s  {name}")
-                cpu = sum(after.values()) - sum(before.values())
-                per_job = cpu / args.jobs * 1000
-                print(f"(b{pair}) Trainyard's CPU: {cpu:.1f} s, {per_job:.0f} ms a job")
-        if "d" in args.ways:
-            results["d"] = [run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)]
-        if "c" in args.ways:
-            local_nodes = switch_to_local(slurm_nodes)
-            agent = ["manage.py", "run_agent", "--concurrency", "4"]
-            agent += [arg for node in local_nodes for arg in ("--node", node)]
-            processes.append(spawn(agent, env, roots / "agent.log"))
-            wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
-            results["c"] = [run_api(args, port, token, "c")]
-        report(args, {key: runs for key, runs in results.items() if runs})
-    finally:
-        for process in processes:
-            stop(process)
-        kill_replicas(roots / "nodes")
-        cancel_slurm_jobs([prefix, f"bench-{roots.name}"])
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-        if started_cluster:
-            subprocess.run([SLURM_DEV, "stop"], capture_output=True)
+    with scratch_site("slurmbench") as scratch:
+        roots, prefix = scratch.roots, scratch.prefix
+        processes: list[subprocess.Popen] = []
+        try:
+            env = trainyard_env(args, roots, prefix)
+            token, slurm_nodes = cast()
+            port = start_trainyard(env, roots, processes)
+            results: dict[str, list[Result]] = {"a": [], "b": []}
+            # Interleaved, so that a slow minute of the machine falls on both ways alike.
+            for pair in range(args.pairs):
+                busy = machine_busy_seconds()
+                results["a"].append(run_all_at_once(args, roots / f"a{pair}", conf=CONF))
+                print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
+                if "b" in args.ways:
+                    before, busy = session_cpu_seconds(processes), machine_busy_seconds()
+                    results["b"].append(run_api(args, port, token, f"b{pair}"))
+                    after = session_cpu_seconds(processes)
+                    print(f"(b{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
+                    for name, seconds in after.items():
+                        print(f"  CPU {seconds - before[name]:6.1f} s  {name}")
+                    cpu = sum(after.values()) - sum(before.values())
+                    per_job = cpu / args.jobs * 1000
+                    print(f"(b{pair}) Trainyard's CPU: {cpu:.1f} s, {per_job:.0f} ms a job")
+            if "d" in args.ways:
+                results["d"] = [run_when_free(args, roots / "d", conf=CONF, reaction=args.reaction)]
+            if "c" in args.ways:
+                local_nodes = switch_to_local(slurm_nodes)
+                agent = ["manage.py", "run_agent", "--concurrency", "4"]
+                agent += [arg for node in local_nodes for arg in ("--node", node)]
+                processes.append(spawn(agent, env, roots / "agent.log"))
+                wait_for(lambda: "ready." in (roots / "agent.log").read_text(), 60, "agent")
+                results["c"] = [run_api(args, port, token, "c")]
+            report(args, {key: runs for key, runs in results.items() if runs})
+        finally:
+            for process in processes:
+                stop(process)
+            kill_replicas(roots / "nodes")
 
 
 def trainyard_env(args, roots: Path, prefix: str) -> dict[str, str]:
@@ -222,27 +191,12 @@ def run_api(args, port: int, token: str, label: str) -> Result:
     from jobs.execution.files import replica_output_dir, storage_name
     from jobs.models import Job, Replica
 
-    local = threading.local()
     submitted: dict[int, float] = {}
+    command = COMMAND.format(sleep=f"{args.sleep:g}")
 
     def submit(index: int) -> None:
-        if not hasattr(local, "connection"):
-            local.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        body = {
-            "project": "bench",
-            "name": f"{label}-{index}",
-            "command": COMMAND.format(sleep=f"{args.sleep:g}"),
-            "resources": {"kind": "gpu", "gpu_model": "V100", "gpu_count": 1},
-        }
-        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        headers["X-Forwarded-Proto"] = "https"  # as the TLS proxy in front of it says
         at = time.time()
-        local.connection.request("POST", "/api/v1/jobs", json.dumps(body), headers)
-        response = local.connection.getresponse()
-        payload = response.read()
-        if response.status != 201:
-            raise SystemExit(f"submit answered {response.status}: {payload[:500]!r}")
-        submitted[json.loads(payload)["id"]] = at
+        submitted[submit_job(port, token, name=f"{label}-{index}", command=command)] = at
 
     began = time.time()
     in_parallel(args.jobs, args.clients, submit)
@@ -339,18 +293,6 @@ def session_cpu_seconds(processes: list[subprocess.Popen]) -> dict[str, float]:
             # utime stime cutime cstime
             ticks[names[int(fields[3])]] += sum(int(value) for value in fields[11:15])
     return {name: count / os.sysconf("SC_CLK_TCK") for name, count in ticks.items()}
-
-
-def cancel_slurm_jobs(prefixes: list[str]) -> None:
-    from jobs.execution.slurm import cli
-
-    try:
-        for prefix in prefixes:
-            leftover = [sid for sid, job in cli.jobs(name_prefix=prefix).items()]
-            if leftover:
-                cli.cancel(leftover)
-    except cli.SlurmUnavailable:
-        pass
 
 
 def report(args, results: dict[str, list[Result]]) -> None:
