@@ -5,11 +5,13 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from jobs.execution.replica import keeper
 from jobs.execution.slurm import scripts
 
 
@@ -242,3 +244,23 @@ def test_no_phase_starts_after_a_term(tmp_path, run_replica_script):
     os.kill(script.pid, signal.SIGTERM)
     assert script.wait(timeout=10) == 143
     assert not second.exists()
+
+
+def test_the_keeper_runs_without_django():
+    """What a replica's keeper imports on its node, with the settings its plan carries:
+    no Django (a third of its own start, on every replica)."""
+    probe = (
+        "import sys; sys.path[:1] = [sys.argv[1]]\n"
+        "from jobs.execution.node_settings import settings\n"
+        "settings.configure({'TRAINYARD_SANDBOX': True})\n"
+        "from jobs.execution import files\n"
+        "from jobs.execution.replica import checkpoint, image_root, network, runner\n"
+        "from jobs.execution.replica import sandbox, slots\n"
+        "assert settings.TRAINYARD_SANDBOX is True\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))\n"
+    )
+    root = str(Path(keeper.__file__).resolve().parents[3])
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, root], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
