@@ -235,6 +235,11 @@ class Job(ReplicaResourceColumns):
         return self.state in self.WAITING_STATES
 
     @property
+    def before_start(self) -> bool:
+        """Waiting in Trainyard's queue, or starting (inside Slurm's, for a job it places)."""
+        return self.is_waiting or self.state == self.State.STARTING
+
+    @property
     def is_active(self) -> bool:
         return self.state in self.ACTIVE_STATES
 
