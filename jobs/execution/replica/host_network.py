@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import socket
+import stat
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -174,3 +177,25 @@ def host_problem() -> str | None:
     ):
         return f"the nftables table inet {TABLE} is missing (run manage.py job_network install)"
     return None
+
+
+def recent_host_problem(run_dir: Path, within: float) -> str | None:
+    """``host_problem``, asked at most once in ``within`` seconds by all of a host's
+    short-lived processes (a Slurm replica's keeper lives for one replica; the check runs
+    ``nft``): a fresh mark of root's in ``run_dir`` stands for a check that found nothing
+    wrong. The local agent keeps the same answer as long in its memory (``sandbox``)."""
+    mark = run_dir / f"host-checked-{bridge()}"
+    with contextlib.suppress(OSError):
+        info = os.lstat(mark)
+        age = time.time() - info.st_mtime
+        if stat.S_ISREG(info.st_mode) and info.st_uid == 0 and 0 <= age < within:
+            return None
+    problem = host_problem()
+    if problem is None:
+        with contextlib.suppress(OSError):  # without a mark the next process checks again
+            run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(FileNotFoundError):
+                mark.unlink()  # a new file, whatever was there: never written through a link
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            os.close(os.open(mark, flags, 0o600))
+    return problem

@@ -90,10 +90,12 @@ def main(folder: Path, node: str) -> int:
     from jobs.execution.files import NODE_NAME
 
     plan["node"] = node if NODE_NAME.fullmatch(node) else "node"
-    from jobs.execution.replica import network, sandbox, slots
+    from jobs.execution.replica import host_network, network, sandbox, slots
 
     problem = "the isolation helper does not run as root" if os.geteuid() else None
-    problem = problem or sandbox.isolation_problem()
+    problem = problem or sandbox.sandbox_problem()
+    run_dir = Path(settings.TRAINYARD_HOST_RUN_DIR)
+    problem = problem or host_network.recent_host_problem(run_dir, sandbox.PROBLEM_CACHE_SECONDS)
     if problem:
         return refuse(folder, plan, kind="isolation", problem=problem)
     try:

@@ -65,13 +65,18 @@ def isolation_problem() -> str | None:
 
 
 def _isolation_problem() -> str | None:
+    return sandbox_problem() or host_problem()
+
+
+def sandbox_problem() -> str | None:
+    """Why this process cannot sandbox replicas (not root, no bubblewrap), or None."""
     if os.geteuid() != 0:
         return "the agent does not run as root"
     if bwrap_path() is None:
         if settings.TRAINYARD_SANDBOX == "off":
             return "the sandbox is turned off (TRAINYARD_SANDBOX=off)"
         return "bubblewrap is not installed (Debian: apt-get install bubblewrap)"
-    return host_problem()
+    return None
 
 
 def python_environment_paths() -> list[str]:
