@@ -110,8 +110,9 @@ def replica_network_up(network: ReplicaNetwork) -> None:
     """Namespace, veth on the bridge, address, routes, its own table, its published ports."""
     _remove_stale(network.slot)
     host_end = f"tyv{network.slot}"
-    run(["ip", "netns", "add", network.namespace])
     try:
+        # One ``ip`` for the namespace and the host's end of its link: each process counts
+        # on every start (docs/slurm-placement.md, step 6).
         run(["ip", "-batch", "-"], stdin=_host_link_batch(network, host_end))
         run(["ip", "-n", network.namespace, "-batch", "-"], stdin=_inside_batch(network))
         run([*enter_argv(network), "nft", "-f", "-"], stdin=_inside_ruleset(network))
@@ -200,6 +201,7 @@ def reachable_address(address: str) -> str:
 
 def _host_link_batch(network: ReplicaNetwork, host_end: str) -> str:
     return (
+        f"netns add {network.namespace}\n"
         f"link add {host_end} type veth peer name {INSIDE_DEVICE} netns {network.namespace}\n"
         f"link set {host_end} master {bridge()}\n"
         # Hairpin: a replica reaches its own published ports through the host too.

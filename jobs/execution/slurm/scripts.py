@@ -121,7 +121,11 @@ def replica_script(
     return "\n".join(lines) + "\n"
 
 
-_HELPERS = r"""now() { date -u +%Y-%m-%dT%H:%M:%S.%6N+00:00; }
+_HELPERS = r"""now() {  # sets $now: UTC to the microsecond, in bash >= 5 without a process
+  local t=${EPOCHREALTIME-}
+  if [ -z "$t" ]; then now=$(date -u +%Y-%m-%dT%H:%M:%S.%6N+00:00); return; fi
+  TZ=UTC0 printf -v now '%(%Y-%m-%dT%H:%M:%S)T.%s+00:00' "${t%[.,]*}" "${t#*[.,]}"
+}
 note() {  # name, JSON body: written whole, then renamed, as the local runner does
   printf '%s\n' "$2" >"$folder/$1.json.partial" && mv -f "$folder/$1.json.partial" "$folder/$1.json"
 }
@@ -141,7 +145,7 @@ run_phase() {  # phase name, then env -i and the variables; waits through USR1 a
   mapfile -d '' -t argv <"$folder/argv-$name" || finish 1
   # Where Slurm started it: the node, and the node's own indices of its cards.
   where="\"node\": \"$SLURMD_NODENAME\", \"gpus\": \"${SLURM_JOB_GPUS-}\""
-  note "phase-$name" "{\"started_at\": \"$(now)\", $where}"
+  now; note "phase-$name" "{\"started_at\": \"$now\", $where}"
   # bwrap reads its options from fd 9: the job's /proc shows no host path.
   "$@" "${argv[@]}" </dev/null 9<"$folder/bwrap-$name.args" &
   child=$!
@@ -166,7 +170,7 @@ finish() {
     summary="exit code $code (SIG$name)"
   fi
   echo "[trainyard] replica finished: $summary"
-  note exit "{\"exit_code\": $code, \"summary\": \"$summary\", \"ended_at\": \"$(now)\"}"
+  now; note exit "{\"exit_code\": $code, \"summary\": \"$summary\", \"ended_at\": \"$now\"}"
   exit "$code"
 }"""
 
@@ -196,7 +200,7 @@ def master_address(plan: ReplicaPlan, addresses: dict[str, str]) -> list[str]:
 
 # The keeper runs as root: the Slurm job's own account where that is root, else through
 # sudo, which a site allows for exactly the keeper (README, production).
-KEEP = 'keep() { if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n -- "$@"; fi; }'
+KEEP = 'keep() { if [ "$EUID" = 0 ]; then exec "$@"; else exec sudo -n -- "$@"; fi; }'
 
 
 def batch_script(plans: list[ReplicaPlan], *, request: Request, python: str) -> str:
