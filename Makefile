@@ -17,7 +17,8 @@ V ?=
 # `make run` and `make test` install the Debian packages and this host's job network; anyone
 # else gets a message, and the agent starts no job until an admin has done it. Images: umoci
 # (the node unpacks them), skopeo (the store), mmdebstrap and buildah (the demo's, Containerfiles).
-SANDBOX_PACKAGES := bubblewrap nftables iproute2 util-linux umoci skopeo mmdebstrap buildah
+# nginx: the authenticated proxy to jobs' open ports (`manage.py run_proxy`, docs/port-proxy.md).
+SANDBOX_PACKAGES := bubblewrap nftables iproute2 util-linux umoci skopeo mmdebstrap buildah nginx
 sandbox: $(RUN_STAMP)
 	@if [ "$$(id -u)" = 0 ]; then \
 	  missing=$$(for p in $(SANDBOX_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -49,6 +50,7 @@ run: $(RUN_STAMP) sandbox
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
+	@echo "Jobs' open ports, through the proxy: http://j<job>-<port>.jobs.localhost:8080/"
 	HOST=$(HOST) PORT=$(PORT) $(if $(V),TRAINYARD_VERBOSE=1) $(BIN)/honcho start -f Procfile
 
 # axe-core, which the browser tests inject into pages.

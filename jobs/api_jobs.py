@@ -202,6 +202,11 @@ class ConnectOut(Schema):
     node: str
     host: str
     host_port: int
+    url: str | None = Field(
+        None,
+        description="Replica 0's port in a browser, through the authenticated proxy "
+        "(only people who may see the job get in); null for other replicas.",
+    )
 
 
 class JobDetailOut(JobOut):

@@ -12,6 +12,8 @@ from django.utils.translation import gettext as _
 
 from resources.models import SiteSettings
 
+from .port_sites import PortSite
+
 SANDBOX_ROOT = "/trainyard"
 # The placeholder in the builder's result; pages show ``unknown_value()`` in its place.
 UNKNOWN = "<assigned at start>"
@@ -99,6 +101,10 @@ def job_environment(
     for port in spec.ports:
         host_port = placement.host_ports.get(port) if known else None
         env[f"TRAINYARD_PORT_{port}"] = str(host_port) if host_port else UNKNOWN
+    if not known or placement.index == 0:  # the proxy serves replica 0's ports
+        for port in spec.ports:
+            site = PortSite(spec.job_id, port) if spec.job_id else None
+            env[f"TRAINYARD_PORT_URL_{port}"] = site.url if site else UNKNOWN
     env.update(_gpu_variables(spec, placement))
     if spec.distributed:
         env.update(_rendezvous_variables(spec, placement))

@@ -17,6 +17,7 @@ from .models import (
     Project,
     ReplicaAttempt,
 )
+from .port_sites import PortSite
 from .usage import jobs_with_usage
 
 
@@ -40,7 +41,8 @@ def jobs_user_may_operate(*, user: AbstractBaseUser) -> QuerySet[Job]:
 
 def job_connect_points(job: Job) -> list[dict]:
     """Where others reach each open port while the job is placed: the node's address and
-    the host port that publishes it, per replica (none once the job has released them)."""
+    the host port that publishes it, per replica (none once the job has released them); for
+    replica 0, its site's address behind the authenticated proxy (jobs/port_sites.py)."""
     allocations = (
         # A replica Slurm has yet to place has no address yet.
         PortAllocation.objects.filter(
@@ -56,9 +58,34 @@ def job_connect_points(job: Job) -> list[dict]:
             "node": row.replica.node.name,
             "host": row.replica.node.address,
             "host_port": row.host_port,
+            # In a browser: replica 0's port through the authenticated proxy.
+            "url": PortSite(job.pk, row.job_port).url if row.replica.index == 0 else None,
         }
         for row in allocations
     ]
+
+
+def port_site_target(*, user: AbstractBaseUser, job_id: int, port: int) -> tuple[str, Job | None]:
+    """Whether ``user`` may reach job ``job_id``'s open ``port`` now, and where: ``("", job)``
+    with ``job.upstream`` (replica 0's node address, host port) set, or why not:
+    ``"forbidden"`` (not a job they may open: the owner, project members, staff),
+    ``"not_running"``, ``"not_open"`` (a port the job does not open). Two queries."""
+    job = jobs_user_may_operate(user=user).filter(pk=job_id).only("state").first()
+    if job is None:
+        return "forbidden", None
+    if job.state != Job.State.RUNNING:
+        return "not_running", job
+    row = (
+        PortAllocation.objects.filter(
+            replica__job=job, replica__index=0, job_port=port, replica__node__isnull=False
+        )
+        .values_list("replica__node__address", "host_port")
+        .first()
+    )
+    if row is None:
+        return "not_open", job
+    job.upstream = row
+    return "", job
 
 
 def projects_listed(*, user: AbstractBaseUser) -> QuerySet[Project]:

@@ -4,6 +4,7 @@ from . import (
     detail_views,
     estimate_views,
     form_views,
+    proxy_views,
     queue_views,
     runtime_views,
     template_views,
@@ -36,6 +37,7 @@ urlpatterns = [
     path("<int:pk>/", detail_views.job_detail, name="detail"),
     path("<int:pk>/stop/", detail_views.job_stop_view, name="stop"),
     path("<int:pk>/ports/", detail_views.job_ports_view, name="ports"),
+    path("<int:pk>/ports/<int:port>/open/", proxy_views.port_open, name="port_open"),
     path("<int:pk>/save-template/", template_views.job_save_template, name="save_template"),
     path("templates/", template_views.personal_template_list, name="templates"),
     path(

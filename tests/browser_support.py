@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -81,13 +82,18 @@ def signed_in_context(browser: Browser, live_server, user, **options) -> Browser
     client = Client()
     client.force_login(user)
     context = browser.new_context(**options)
-    context.add_cookies(
-        [
-            {
-                "name": settings.SESSION_COOKIE_NAME,
-                "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                "url": live_server.url,
-            }
-        ]
-    )
+    session = client.cookies[settings.SESSION_COOKIE_NAME].value
+    context.add_cookies([host_cookie(live_server.url, settings.SESSION_COOKIE_NAME, session)])
     return context
+
+
+def host_cookie(url: str, name: str, value: str) -> dict:
+    """One of the site's __Host- cookies (Secure, Path=/, host-only) for ``add_cookies``:
+    Chromium keeps them on http://localhost too; Playwright's "url" form refuses Secure there."""
+    return {
+        "name": name,
+        "value": value,
+        "domain": urlsplit(url).hostname,
+        "path": "/",
+        "secure": True,
+    }

@@ -4,6 +4,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
@@ -295,7 +296,7 @@ def test_switching_the_language_renders_the_form_as_posted_and_sets_the_cookie(o
         URL, form_post(_action="language", _language="zh-hans", name="kept", gpu_count="3")
     )
     assert response.status_code == 200
-    assert response.cookies["django_language"].value == "zh-hans"
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "zh-hans"
     html = response.content.decode()
     assert '<html lang="zh-hans">' in html and "新建任务" in html
     assert 'value="kept"' in html and 'value="3"' in html
@@ -305,7 +306,7 @@ def test_switching_the_language_renders_the_form_as_posted_and_sets_the_cookie(o
 def test_an_unknown_language_keeps_the_current_one(owner_client, site):
     response = owner_client.post(URL, form_post(_action="language", _language="xx"))
     assert response.status_code == 200
-    assert response.cookies["django_language"].value == "en"
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "en"
 
 
 def test_vgpu_mode_offers_only_models_with_virtual_gpus(owner_client, site):

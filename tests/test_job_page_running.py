@@ -47,7 +47,14 @@ def test_each_open_port_says_where_to_connect_with_a_copy_button(owner_client, r
 def test_the_api_record_says_where_to_connect(owner_client, running):
     body = owner_client.get(f"/api/v1/jobs/{running.job.pk}").json()
     assert body["connect"] == [
-        {"port": 8080, "replica": 0, "node": "gpu-a", "host": "10.0.0.5", "host_port": 40123}
+        {
+            "port": 8080,
+            "replica": 0,
+            "node": "gpu-a",
+            "host": "10.0.0.5",
+            "host_port": 40123,
+            "url": f"http://j{running.job.pk}-8080.jobs.localhost:8080/",
+        }
     ]
 
 

@@ -76,6 +76,15 @@ PAGES: dict[str, list[Case]] = {
     "jobs/<int:pk>/ports/": [
         Case("POST", "/jobs/{job}/ports/", (LOGIN, 404, 302, 302, 302), {"ports": "8888"})
     ],
+    # The "Open" link of a port (the ports row above opened 8888): to the port's own site.
+    "jobs/<int:pk>/ports/<int:port>/open/": [
+        Case("GET", "/jobs/{job}/ports/8888/open/", (LOGIN, 404, 302, 302, 302))
+    ],
+    # The proxy's own paths answer on a port's site only (tests/test_port_proxy_views.py).
+    "_trainyard/login": [Case("GET", "/_trainyard/login", (404,) * 5)],
+    "_trainyard/auth": [Case("GET", "/_trainyard/auth", (404,) * 5)],
+    "_trainyard/start": [Case("GET", "/_trainyard/start", (404,) * 5)],
+    "_trainyard/refused": [Case("GET", "/_trainyard/refused", (404,) * 5)],
     "jobs/<int:pk>/save-template/": [
         Case(
             "POST",

@@ -12,6 +12,7 @@ import re
 import warnings
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -19,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 
 from trainyard.beat import beat_schedule
 from trainyard.env import env_bool, env_list
+from trainyard.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TRAINYARD_VAR_DIR", BASE_DIR / "var"))
@@ -54,6 +56,11 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver"
 if os.environ.get("HOST", "") not in ("", "0.0.0.0", "::", *ALLOWED_HOSTS):
     ALLOWED_HOSTS.append(os.environ["HOST"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+# Each job's open port is its own site, j<job>-<port>.<domain>, behind the authenticated proxy
+# (nginx, `manage.py run_proxy`; docs/port-proxy.md). In production a registrable domain of its
+# own (https://jobs.example-trainyard.net), never one under the dashboard's.
+TRAINYARD_PROXY_ORIGIN = os.environ.get("TRAINYARD_PROXY_ORIGIN", "http://jobs.localhost:8080")
+ALLOWED_HOSTS.append("." + (urlsplit(TRAINYARD_PROXY_ORIGIN).hostname or "jobs.localhost"))
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -81,6 +88,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "trainyard.middleware.PortSiteMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -277,8 +285,14 @@ if LOCAL_RUN:
 # Production hardening; each is relaxed only for a local run.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not LOCAL_RUN)
-SESSION_COOKIE_SECURE = not LOCAL_RUN
-CSRF_COOKIE_SECURE = not LOCAL_RUN
+# __Host-: Secure, host-only, Path=/; no other site (a job's port's included) can set them.
+# Browsers keep Secure cookies of http://localhost and 127.0.0.1 too (potentially trustworthy).
+SESSION_COOKIE_NAME = "__Host-trainyard-session"
+CSRF_COOKIE_NAME = "__Host-trainyard-csrf"
+LANGUAGE_COOKIE_NAME = "__Host-trainyard-language"
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = True
+# The browser's time zone, which trainyard.js stores (trainyard.middleware).
+TIME_ZONE_COOKIE_NAME = "__Host-trainyard-tz"
 SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "0" if LOCAL_RUN else "31536000"))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not LOCAL_RUN
 SECURE_HSTS_PRELOAD = not LOCAL_RUN
@@ -305,24 +319,9 @@ CONTENT_SECURITY_POLICY = {
 # task beat sends, and per web request (trainyard/gunicorn.py).
 TRAINYARD_VERBOSE = env_bool("TRAINYARD_VERBOSE", False)
 ROUTINE_LOG_LEVEL = "INFO" if TRAINYARD_VERBOSE else "WARNING"
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"one_line_refusals": {"()": "trainyard.logs.OneLineRefusals"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["one_line_refusals"]}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {
-        # django-axes logs every log-in at INFO; its warnings (failures, lockouts) are what matter.
-        "axes": {"level": "WARNING"},
-        # Celery's routine lines: each task received, run, or discarded as expired, each
-        # send of beat (the node agent alone ran ~1,300 a minute for 11 idle nodes).
-        # trainyard/celery.py applies these again after Celery sets up its own logging.
-        "celery.worker.strategy": {"level": ROUTINE_LOG_LEVEL},
-        "celery.app.trace": {"level": ROUTINE_LOG_LEVEL},
-        "celery.worker.request": {"level": ROUTINE_LOG_LEVEL},
-        "celery.beat": {"level": ROUTINE_LOG_LEVEL},
-    },
-}
+LOGGING = logging_config(
+    routine_level=ROUTINE_LOG_LEVEL, root_level=os.environ.get("LOG_LEVEL", "INFO")
+)
 
 # Where node agents keep replica state, logs and outputs (one folder per node).
 TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "nodes"))

@@ -25,6 +25,8 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("jobs/", include("jobs.urls")),
+    # Served on each job port's own site only (trainyard.middleware.PortSiteMiddleware).
+    path("_trainyard/", include("jobs.port_site_urls")),
     path("resources/", include("jobs.resource_urls")),
     path("billing/", include("accounting.urls")),
     path("notifications/", include("notifications.urls")),

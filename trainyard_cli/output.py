@@ -130,6 +130,7 @@ def job_details(job: dict) -> str:
     if job.get("connect"):
         lines += ["Connect:"] + [
             f"  {c['port']} → {c['host']}:{c['host_port']} (replica {c['replica']} on {c['node']})"
+            + (f"\n        in a browser: {c['url']}" if c.get("url") else "")
             for c in job["connect"]
         ]
     lines += ["Command:", _indent(job["command"])]

@@ -4,8 +4,8 @@
   // Remember the browser's time zone so the server shows times in it.
   try {
     var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
-    if (tz && document.cookie.indexOf("tz=" + tz) === -1) {
-      document.cookie = "tz=" + tz + "; path=/; max-age=31536000; SameSite=Lax";
+    if (tz && document.cookie.indexOf("__Host-trainyard-tz=" + tz) === -1) {
+      document.cookie = "__Host-trainyard-tz=" + tz + "; path=/; max-age=31536000; SameSite=Lax; Secure";
     }
   } catch (e) { /* old browser: times stay in the server's zone */ }
 

@@ -6,6 +6,7 @@ from django.conf import settings
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import settle
+from tests.browser_support import host_cookie
 from tests.factories import JobFactory
 
 # What a person types in each kind of resources, a wrong value first, the way one types and
@@ -103,7 +104,7 @@ def test_the_main_pages_log_nothing(pages, site, owner, admin_user, language):
     ):
         page = pages.open(user, "/profile/")
         page.context.add_cookies(
-            [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": pages.url("/")}]
+            [host_cookie(pages.url("/"), settings.LANGUAGE_COOKIE_NAME, language)]
         )
         for path in paths:
             response = page.goto(pages.url(path))

@@ -12,7 +12,7 @@ from django.conf import settings
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import screenshot, settle
-from tests.browser_support import signed_in_context
+from tests.browser_support import host_cookie, signed_in_context
 
 # Not the ``pages`` fixture: its console check would fail on htmx's settling of
 # ``style`` under the CSP, which is issue 18's point 13 and has its own test.
@@ -25,9 +25,7 @@ def offered_models(page: Page) -> list[str]:
 def new_job_page(browser, live_server, user, language: str = "en") -> Page:
     context = signed_in_context(browser, live_server, user, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
-    context.add_cookies(
-        [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}]
-    )
+    context.add_cookies([host_cookie(live_server.url, settings.LANGUAGE_COOKIE_NAME, language)])
     page = context.new_page()
     page.goto(f"{live_server.url}/jobs/new/")
     return page

@@ -1,9 +1,11 @@
 """Stop job asks first: a confirmation step that works without script (the CSP is strict)."""
 
+from django.conf import settings
 from playwright.sync_api import expect
 
 from jobs.models import Job
 from jobs.services.submit import job_submit
+from tests.browser_support import host_cookie
 from tests.job_site import job_body
 
 
@@ -33,7 +35,7 @@ def test_the_confirmation_is_in_chinese_too(pages, site, owner):
     job = job_submit(user=owner, data=job_body(name="keep-me"))
     page = pages.open(owner, f"/jobs/{job.pk}/")
     page.context.add_cookies(
-        [{"name": "django_language", "value": "zh-hans", "url": pages.url("/")}]
+        [host_cookie(pages.url("/"), settings.LANGUAGE_COOKIE_NAME, "zh-hans")]
     )
     page.goto(pages.url(f"/jobs/{job.pk}/stop/"))
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"停止任务 #{job.pk}")

@@ -9,7 +9,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot, settle
-from tests.browser_support import signed_in_context
+from tests.browser_support import host_cookie, signed_in_context
 from tests.job_site import build_site
 
 
@@ -32,9 +32,7 @@ def test_a_free_account_sees_which_models_it_may_not_use_and_why(
         browser, live_server, owner, viewport={"width": 1280, "height": 900}
     )
     context.set_default_timeout(15_000)
-    context.add_cookies(
-        [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": live_server.url}]
-    )
+    context.add_cookies([host_cookie(live_server.url, settings.LANGUAGE_COOKIE_NAME, language)])
     page = context.new_page()
     page.goto(f"{live_server.url}/jobs/new/")
     model = page.locator("#id_gpu_model")

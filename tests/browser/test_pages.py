@@ -5,6 +5,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from tests.browser.conftest import axe_violations, horizontal_overflow, screenshot
+from tests.browser_support import host_cookie
 from tests.factories import JobFactory
 
 NAV_PAGES = ["/jobs/", "/jobs/new/", "/resources/", "/billing/", "/profile/"]
@@ -43,9 +44,7 @@ def test_every_page_of_the_navigation_renders_without_console_errors(
     site.project.members.add(admin_user)
     job = JobFactory(owner=admin_user, project=site.project, gpu_model=site.v100)
     page = pages.open(admin_user, "/jobs/")
-    page.context.add_cookies(
-        [{"name": settings.LANGUAGE_COOKIE_NAME, "value": language, "url": pages.url("/")}]
-    )
+    page.context.add_cookies([host_cookie(pages.url("/"), settings.LANGUAGE_COOKIE_NAME, language)])
     links = page.locator("nav.nav a")
     hrefs = [links.nth(i).get_attribute("href") for i in range(links.count())]
     assert set(NAV_PAGES[:4]) <= set(hrefs)

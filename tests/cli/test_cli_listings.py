@@ -105,3 +105,4 @@ def test_show_says_where_to_connect(server_cli, settings, tmp_path, project, own
     assert shown.returncode == 0, shown.stderr
     assert "Connect:" in shown.stdout
     assert "  8080 → 10.0.0.5:40123 (replica 0 on gpu-a)" in shown.stdout
+    assert f"in a browser: http://j{job.pk}-8080.jobs.localhost:8080/" in shown.stdout

@@ -48,8 +48,12 @@ class BrowserNetwork:
         if self.namespace is None:
             return chromium
         script = folder / "chromium-in-namespace"
-        # ``localhost`` still names the live server, so pages keep its trustworthy origin.
-        rules = f"--host-resolver-rules=MAP localhost {self.host_address}"
+        # ``localhost`` still names the live server, so pages keep its trustworthy origin;
+        # the port proxy's sites (``j<job>-<port>.jobs.localhost``) are the host's too.
+        rules = (
+            f"--host-resolver-rules=MAP localhost {self.host_address}, "
+            f"MAP *.localhost {self.host_address}"
+        )
         argv = shlex.join(["ip", "netns", "exec", self.namespace, chromium, rules])
         script.write_text(f'#!/bin/sh\nexec {argv} "$@"\n')
         script.chmod(0o755)

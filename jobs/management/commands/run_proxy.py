@@ -1,0 +1,83 @@
+"""Run the authenticated proxy to jobs' open ports: nginx, with the configuration the
+project renders (jobs/proxy_nginx.py). ``make run`` starts it beside the web process;
+``--print`` writes the configuration for a site that runs nginx itself.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import signal
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from jobs.proxy_nginx import ProxyPlaces, nginx_config
+
+WORKER_ACCOUNT = "nobody"
+
+
+class Command(BaseCommand):
+    help = "Run nginx as the authenticated proxy to jobs' open ports."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--dashboard", default="127.0.0.1:8000", help="where the web process answers"
+        )
+        parser.add_argument(
+            "--listen",
+            action="append",
+            help="an nginx listen address (repeatable; default: loopback at the proxy's port)",
+        )
+        parser.add_argument("--folder", default=str(settings.VAR_DIR / "proxy"))
+        parser.add_argument("--print", action="store_true", help="print the configuration only")
+
+    def handle(self, *args, dashboard: str, listen, folder: str, print: bool, **options):
+        port = urlsplit(settings.TRAINYARD_PROXY_ORIGIN).port or 80
+        places = ProxyPlaces(
+            listen=listen or [f"127.0.0.1:{port}", f"[::1]:{port}"],
+            dashboard=dashboard.replace("0.0.0.0:", "127.0.0.1:"),
+            folder=Path(folder).resolve(),
+            user=_worker_account() if os.geteuid() == 0 else None,
+        )
+        config = nginx_config(places)
+        if print:
+            self.stdout.write(config)
+            return
+        nginx = shutil.which("nginx") or next(
+            (p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None
+        )
+        if nginx is None:
+            # Not an exit: honcho would stop every other process with it.
+            self.stderr.write(
+                "nginx is not installed: jobs' ports open only at their node's host port "
+                "(Debian: apt-get install nginx)."
+            )
+            signal.pause()
+            return
+        path = _write(places, config)
+        sys.stdout.flush()
+        os.execv(nginx, [nginx, "-p", str(places.folder), "-c", str(path), "-g", "daemon off;"])
+
+
+def _worker_account() -> str:
+    """nginx's ``user`` value: the account and its own group (Debian's is ``nogroup``)."""
+    account = pwd.getpwnam(WORKER_ACCOUNT)
+    return f"{WORKER_ACCOUNT} {grp.getgrgid(account.pw_gid).gr_name}"
+
+
+def _write(places: ProxyPlaces, config: str) -> Path:
+    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        temp = places.folder / "tmp" / kind
+        temp.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if places.user:  # the workers write there
+            account = pwd.getpwnam(WORKER_ACCOUNT)
+            os.chown(temp, account.pw_uid, account.pw_gid)
+    path = places.folder / "nginx.conf"
+    path.write_text(config)
+    return path
