@@ -10,11 +10,20 @@ controls names the upstream. The proxy's own cookie is taken out of what the job
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .port_sites import COOKIE, RESERVED_PREFIX, proxy_domain
+
+# How long nginx keeps Trainyard's yes to a cookie on a port's site: a revoked access, or a
+# job that stopped, is seen within this many seconds.
+AUTH_CACHE_SECONDS = 3
+# nginx's folders under ``ProxyPlaces.folder / "tmp"`` (its workers write there).
+TEMPORARY = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi", "auth_cache")
+WORKER_ACCOUNT = "nobody"
 
 
 @dataclass(frozen=True)
@@ -30,8 +39,7 @@ def nginx_config(places: ProxyPlaces) -> str:
     listen = "\n".join(f"    listen {value};" for value in places.listen)
     default = "\n".join(f"    listen {value} default_server;" for value in places.listen)
     temp = "\n".join(
-        f"  {kind}_temp_path {places.folder / 'tmp' / kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        f"  {kind}_temp_path {places.folder / 'tmp' / kind};" for kind in TEMPORARY[:-1]
     )
     user = f"user {places.user};\n" if places.user else ""
     # Trainyard's answers in the job's place: after a 401, a 403, a port that does not answer.
@@ -61,6 +69,12 @@ http {{
     "~^\\s*{cookie}=[^;]*;?\\s*(?<rest>.*)$" "$rest";
     default $http_cookie;
   }}
+  map $http_cookie $proxy_cookie {{
+    "~(?:^|;)\\s*{cookie}=(?<value>[^;]*)" $value;
+    default "";
+  }}
+  proxy_cache_path {places.folder / "tmp" / "auth_cache"} levels=1 keys_zone=trainyard_auth:1m
+                   max_size=16m inactive=1m;
   upstream trainyard {{ server {places.dashboard}; keepalive 32; }}
 
   server {{
@@ -76,6 +90,8 @@ http {{
     # Trainyard's own paths on the port's site: its log-in, its pages.
     location {RESERVED_PREFIX} {{
       proxy_pass http://trainyard;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
       proxy_set_header Host $http_host;
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_set_header X-Forwarded-For $remote_addr;
@@ -83,6 +99,14 @@ http {{
     location = {RESERVED_PREFIX}auth {{
       internal;
       proxy_pass http://trainyard;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      # A yes holds for AUTH_CACHE_SECONDS per site and cookie (a page's many files ask once);
+      # a no is never kept.
+      proxy_cache trainyard_auth;
+      proxy_cache_key "$http_host $proxy_cookie";
+      proxy_cache_valid 204 {AUTH_CACHE_SECONDS}s;
+      proxy_ignore_headers Cache-Control Expires Set-Cookie Vary;
       proxy_pass_request_body off;
       proxy_set_header Content-Length "";
       proxy_set_header Host $http_host;
@@ -125,3 +149,16 @@ def _page(name: str, target: str) -> str:
       proxy_set_header Host $http_host;
       proxy_set_header X-Original-URI $request_uri;
     }}"""
+
+
+def write_config(places: ProxyPlaces) -> Path:
+    """The configuration file, with the folders it names (the workers' own when root)."""
+    for kind in TEMPORARY:
+        temp = places.folder / "tmp" / kind
+        temp.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if places.user:
+            account = pwd.getpwnam(WORKER_ACCOUNT)
+            os.chown(temp, account.pw_uid, account.pw_gid)
+    path = places.folder / "nginx.conf"
+    path.write_text(nginx_config(places))
+    return path

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from jobs.port_sites import COOKIE, PortSite
-from jobs.proxy_nginx import ProxyPlaces, nginx_config
+from jobs.proxy_nginx import ProxyPlaces, write_config
 from tests.support.browser_network import BrowserNetwork
 from tests.support.waiting import wait_until
 
@@ -58,18 +58,15 @@ def port_proxy(live_server, settings, tmp_path) -> Iterator[Proxy]:
     settings.TRAINYARD_BASE_URL = live_server.url
     dashboard = urlsplit(live_server.url)
     address = socket.gethostbyname(dashboard.hostname)
-    folder = tmp_path / "proxy"
-    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (folder / "tmp" / kind).mkdir(parents=True)
     # Loopback, and where the tests' Chromium finds the host (tests/support/browser_network.py).
     listen = sorted({"127.0.0.1", BrowserNetwork.from_environment().host_address} - {"localhost"})
     places = ProxyPlaces(
         listen=[f"{host}:{port}" for host in listen],
         dashboard=f"{address}:{dashboard.port}",
-        folder=folder,
+        folder=tmp_path / "proxy",
     )
-    config = folder / "nginx.conf"
-    config.write_text(nginx_config(places))
+    config = write_config(places)
+    folder = places.folder
     nginx = subprocess.Popen(
         [NGINX, "-p", str(folder), "-c", str(config), "-g", "daemon off;"],
         stdout=subprocess.DEVNULL,

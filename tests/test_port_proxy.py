@@ -15,6 +15,7 @@ from websockets.sync.client import connect
 
 from jobs.models import Job, JobPort
 from jobs.port_sites import COOKIE, PortSite, session_value
+from jobs.proxy_nginx import AUTH_CACHE_SECONDS
 from jobs.services.stop import job_stop
 from tests.agent_support import cpu_job, place, wait_for_state
 from tests.factories import UserFactory
@@ -101,11 +102,20 @@ def test_a_running_jobs_port_through_the_proxy(agent, port_proxy):  # noqa: F811
     status, _headers, body = port_proxy.get(quiet, "/", cookie=session_value(job.owner, quiet))
     assert status == 502 and b'data-why="unreachable"' in body
 
-    # Once stopped: a clear "not running" page, not a connection error.
+    # Once stopped: a clear "not running" page, not a connection error, as soon as nginx's
+    # last yes for this cookie has expired.
     job_stop(job=job, actor=job.owner)
     wait_for_state(job, Job.State.STOPPED, agent)
-    status, _headers, body = port_proxy.get(site, "/", cookie=cookie)
-    assert status == 503 and b'data-why="not_running"' in body
+    status, _headers, body = wait_until(
+        lambda: _answer_if(503, port_proxy.get(site, "/", cookie=cookie)),
+        what="the proxy to say the job is not running",
+        timeout=AUTH_CACHE_SECONDS + 5,
+    )
+    assert b'data-why="not_running"' in body
+
+
+def _answer_if(status: int, answer):
+    return answer if answer[0] == status else None
 
 
 def _json(answer):

@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import subprocess
 
-from jobs.proxy_nginx import ProxyPlaces, nginx_config
+from jobs.proxy_nginx import ProxyPlaces, write_config
 from tests.proxy_support import NGINX
 
 
 def test_nginx_accepts_the_rendered_configuration(tmp_path):
-    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        (tmp_path / "tmp" / kind).mkdir(parents=True)
-    config = tmp_path / "nginx.conf"
-    config.write_text(
-        nginx_config(
-            ProxyPlaces(listen=["127.0.0.1:8080"], dashboard="127.0.0.1:8000", folder=tmp_path)
-        )
-    )
+    places = ProxyPlaces(listen=["127.0.0.1:8080"], dashboard="127.0.0.1:8000", folder=tmp_path)
+    config = write_config(places)
     checked = subprocess.run(
         [NGINX, "-t", "-p", str(tmp_path), "-c", str(config)], capture_output=True, text=True
     )

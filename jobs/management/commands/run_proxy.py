@@ -17,9 +17,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from jobs.proxy_nginx import ProxyPlaces, nginx_config
-
-WORKER_ACCOUNT = "nobody"
+from jobs.proxy_nginx import WORKER_ACCOUNT, ProxyPlaces, nginx_config, write_config
 
 
 class Command(BaseCommand):
@@ -60,7 +58,7 @@ class Command(BaseCommand):
             )
             signal.pause()
             return
-        path = _write(places, config)
+        path = write_config(places)
         sys.stdout.flush()
         os.execv(nginx, [nginx, "-p", str(places.folder), "-c", str(path), "-g", "daemon off;"])
 
@@ -69,15 +67,3 @@ def _worker_account() -> str:
     """nginx's ``user`` value: the account and its own group (Debian's is ``nogroup``)."""
     account = pwd.getpwnam(WORKER_ACCOUNT)
     return f"{WORKER_ACCOUNT} {grp.getgrgid(account.pw_gid).gr_name}"
-
-
-def _write(places: ProxyPlaces, config: str) -> Path:
-    for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        temp = places.folder / "tmp" / kind
-        temp.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if places.user:  # the workers write there
-            account = pwd.getpwnam(WORKER_ACCOUNT)
-            os.chown(temp, account.pw_uid, account.pw_gid)
-    path = places.folder / "nginx.conf"
-    path.write_text(config)
-    return path
