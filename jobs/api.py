@@ -1,8 +1,14 @@
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from ninja import Field, Router, Schema
 
 from .execution.runtime import DEFAULT_TAIL_LINES, job_log_tail
-from .selectors import projects_for_user
+from .selectors import jobs_user_may_operate, projects_for_user
+from .usage_metrics import MAX_MINUTES, job_usage
 
 router = Router(tags=["jobs"])
 
@@ -66,3 +72,39 @@ def job_logs(
         tail=tail,
         offset=offset,
     )
+
+
+class CardPointOut(Schema):
+    index: int = Field(description="The card's index on its node (NVML's)")
+    util: int = Field(description="GPU utilisation, %")
+    memory_mib: int
+    power_w: float
+    temp_c: int
+
+
+class UsagePointOut(Schema):
+    at: datetime
+    cpu_percent: float | None = Field(description="% of one core since the previous point")
+    memory_mib: int
+    read_mib_s: float | None
+    write_mib_s: float | None
+    gpus: list[CardPointOut]
+
+
+class AttemptUsageOut(Schema):
+    replica: int
+    attempt: int
+    node: str
+    points: list[UsagePointOut]
+
+
+@router.get("/jobs/{job_id}/metrics", response=list[AttemptUsageOut])
+def job_metrics(request: HttpRequest, job_id: int, minutes: int = 60):
+    """What the job's replicas used in the last ``minutes`` (at most a day), as their
+    nodes' agents sampled it: CPU, memory, I/O, and each card's utilisation, memory,
+    power and temperature (NVML)."""
+    if not 1 <= minutes <= MAX_MINUTES:
+        message = _("minutes must be between 1 and %(max)s.") % {"max": MAX_MINUTES}
+        raise ValidationError({"minutes": [message]})
+    job = get_object_or_404(jobs_user_may_operate(user=request.user), pk=job_id)
+    return job_usage(job, minutes=minutes)

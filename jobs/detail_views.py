@@ -38,6 +38,7 @@ from .selectors import (
 )
 from .services.ports import job_ports_update
 from .services.stop import job_stop
+from .usage_metrics import usage_panel
 
 
 def visible_job(request: HttpRequest, pk: int) -> Job:
@@ -67,6 +68,7 @@ def detail_context(job: Job, **extra) -> dict:
         "events": job_events(job),
         "times": job_times(job=job),
         "unisolated": job_ran_unisolated(job),
+        "usage": usage_panel(job),
         **state_card_context(job),
         **extra,
     }

@@ -33,6 +33,7 @@ from .execution.runtime import (
     pick_attempt,
 )
 from .models import Job
+from .usage_metrics import usage_panel
 
 # The longest text the log search takes (what is longer is cut).
 MAX_SEARCH_CHARS = 200
@@ -107,6 +108,13 @@ def job_runtime_panel(request: HttpRequest, pk: int) -> HttpResponse:
         context["events"] = job_events(job)
         context["environment"] = page_environment(job)
     return render(request, "jobs/_runtime_panel.html", context)
+
+
+@require_GET
+def job_usage_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The usage card, which refreshes itself while the job is active."""
+    job = visible_job(request, pk)
+    return render(request, "jobs/_usage.html", {"job": job, "usage": usage_panel(job)})
 
 
 @require_GET

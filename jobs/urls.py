@@ -46,6 +46,7 @@ urlpatterns = [
         name="template_delete",
     ),
     path("<int:pk>/runtime/", runtime_views.job_runtime_panel, name="runtime"),
+    path("<int:pk>/usage/", runtime_views.job_usage_panel, name="usage"),
     path(
         "<int:pk>/logs/<int:attempt_id>/download/",
         runtime_views.job_log_download,

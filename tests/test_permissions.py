@@ -63,6 +63,7 @@ PAGES: dict[str, list[Case]] = {
     "jobs/new/estimate/": [Case("POST", "/jobs/new/estimate/", SIGNED_IN_ONLY)],
     "jobs/<int:pk>/": [Case("GET", "/jobs/{job}/", PROJECT_ONLY)],
     "jobs/<int:pk>/runtime/": [Case("GET", "/jobs/{job}/runtime/", PROJECT_ONLY)],
+    "jobs/<int:pk>/usage/": [Case("GET", "/jobs/{job}/usage/", PROJECT_ONLY)],
     "jobs/<int:pk>/logs/<int:attempt_id>/download/": [
         Case("GET", "/jobs/{job}/logs/{attempt}/download/", PROJECT_ONLY)
     ],
@@ -187,6 +188,9 @@ API: dict[tuple[str, str], list[Case]] = {
     # Only the project's owner and members submit to it; anyone else is told it is not theirs.
     ("POST", "/api/v1/jobs"): [Case("POST", "/api/v1/jobs", (401, 422, 201, 201, 422), job_body())],
     ("GET", "/api/v1/jobs/{job_id}"): [Case("GET", "/api/v1/jobs/{job}", API_PROJECT_ONLY)],
+    ("GET", "/api/v1/jobs/{job_id}/metrics"): [
+        Case("GET", "/api/v1/jobs/{job}/metrics", API_PROJECT_ONLY)
+    ],
     ("GET", "/api/v1/jobs/{job_id}/logs"): [
         Case("GET", "/api/v1/jobs/{job}/logs", API_PROJECT_ONLY)
     ],

@@ -323,6 +323,8 @@ LOGGING = logging_config(
     routine_level=ROUTINE_LOG_LEVEL, root_level=os.environ.get("LOG_LEVEL", "INFO")
 )
 
+# How often each agent samples its running attempts' CPU, memory, I/O and cards (seconds).
+TRAINYARD_USAGE_SAMPLE_SECONDS = float(os.environ.get("TRAINYARD_USAGE_SAMPLE_SECONDS", "10"))
 # Where node agents keep replica state, logs and outputs (one folder per node).
 TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "nodes"))
 # Where project data (code versions, datasets, pretrained models) lives on disk.

@@ -156,6 +156,17 @@ def show(job_id: int, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("job_id", type=int)
+@click.option("--minutes", default=5, show_default=True, help="How far back (JSON: every point).")
+@json_option
+def top(job_id: int, minutes: int, as_json: bool) -> None:
+    """What a job's replicas use now: CPU, memory, I/O and each card (as sampled)."""
+    with visible_job(job_id):
+        series = client().get(f"/jobs/{job_id}/metrics", minutes=minutes)
+    output.emit(series, as_json=as_json, render=output.usage_text)
+
+
+@cli.command()
+@click.argument("job_id", type=int)
 @click.option("--replica", default=0, show_default=True, help="Which replica's log.")
 @click.option("--attempt", type=int, help="Which attempt (default: the latest).")
 @click.option("--tail", default=200, show_default=True, help="How many of the last lines.")

@@ -249,3 +249,45 @@ def statement_text(statement: dict, month: str | None) -> str:
             f"Total: {statement['total_amount']} {currency}",
         ]
     )
+
+
+def usage_text(series: list[dict]) -> str:
+    """``trainyard top``: each replica attempt's latest sampled use."""
+    rows, cards = [], []
+    for attempt in series:
+        rated = [p for p in attempt["points"] if p["cpu_percent"] is not None]
+        if not rated:
+            continue
+        now = rated[-1]
+        io = f"{number(now['read_mib_s'])} / {number(now['write_mib_s'])}"
+        rows.append(
+            [
+                attempt["replica"],
+                attempt["attempt"],
+                attempt["node"],
+                when(now["at"], seconds=True),
+                f"{number(now['cpu_percent'])} %",
+                f"{now['memory_mib']} MiB",
+                io,
+            ]
+        )
+        for card in now["gpus"]:
+            cards.append(
+                [
+                    attempt["replica"],
+                    card["index"],
+                    f"{card['util']} %",
+                    f"{card['memory_mib']} MiB",
+                    f"{number(card['power_w'])} W",
+                    f"{card['temp_c']} °C",
+                ]
+            )
+    if not rows:
+        return "No usage sampled yet (the node's agent samples running replicas every few seconds)."
+    text = table(
+        ["Replica", "Attempt", "Node", "At", "CPU (of a core)", "Memory", "Read / write MiB/s"],
+        rows,
+    )
+    if cards:
+        text += "\n\n" + table(["Replica", "Card", "GPU", "Memory", "Power", "Temp"], cards)
+    return text

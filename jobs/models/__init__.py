@@ -1,11 +1,13 @@
 from .images import Image
 from .job import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
+from .metrics import AttemptSample
 from .personal import PersonalTemplate
 from .projects import CodeVersion, Dataset, PretrainedModel, Project
 from .replicas import PortAllocation, Replica, ReplicaAttempt
 from .templates import EstimatePoint, WorkloadTemplate
 
 __all__ = [
+    "AttemptSample",
     "CodeVersion",
     "Dataset",
     "EstimatePoint",

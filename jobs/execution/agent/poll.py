@@ -30,6 +30,7 @@ from resources.models import SiteSettings, node_queue
 
 from .attempt_start import report_started
 from .isolation import refresh_gangs, release, unsafe
+from .usage import usage_due, usage_record
 
 State = ReplicaAttempt.State
 VANISHED_AFTER = timedelta(seconds=30)
@@ -71,7 +72,10 @@ def _watch_all(node_name: str) -> set[int]:
         with folder.try_lock() as locked:
             if locked:
                 _watch(folder, attempt, grace)
-    refresh_gangs([(AttemptFolder(node_name, i), attempts[i]) for i in ids if i in attempts])
+    watched = [(AttemptFolder(node_name, i), attempts[i]) for i in ids if i in attempts]
+    refresh_gangs(watched)
+    if usage_due(node_name):
+        usage_record(watched)
     _reconcile(node_name, set(ids))
     return {attempt.replica.job_id for attempt in attempts.values()}
 

@@ -121,6 +121,11 @@ class AttemptFolder:
             return []
         return group_members(leader)
 
+    def own_cgroup(self, spec: dict) -> Path | None:
+        """The attempt's cgroup as its spec names it, if it is the attempt's own."""
+        cgroup = spec.get("cgroup")
+        return Path(cgroup) if cgroup and self._is_own_cgroup(Path(cgroup)) else None
+
     def _is_own_cgroup(self, path: Path) -> bool:
         expected = cgroup_name(node_name=self.node_name, attempt_id=self.attempt_id)
         return path.name == expected and path.resolve().is_relative_to(CGROUP_ROOT)
