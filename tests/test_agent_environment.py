@@ -82,6 +82,8 @@ def test_replica_gets_trainyard_variables_cards_ports_and_data(agent_env):
         "TRAINYARD_DATA_OUT": "/trainyard/output",
         "TRAINYARD_CHECKPOINT": "/trainyard/checkpoint",
         "TRAINYARD_PORT_8080": str(host_port),
+        # Replica 0's port in a browser, through the authenticated proxy.
+        "TRAINYARD_PORT_URL_8080": f"http://j{job.pk}-8080.jobs.localhost:8080/",
     }
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
     assert attempt.deadline == attempt.started_at + timedelta(minutes=30)

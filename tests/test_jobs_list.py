@@ -4,6 +4,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import override
@@ -108,7 +109,7 @@ def test_one_card_reads_one_times_the_model_and_plurals_agree(owner_client, owne
     assert "<td>2 × V100 · 3 replicas</td>" in html
     assert "<td>1 CPU core</td>" in html
     with override("zh-hans"):
-        owner_client.cookies["django_language"] = "zh-hans"
+        owner_client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
         html = listing(owner_client)
     assert "<td>2 × V100 · 3 个副本</td>" in html and "<td>1 个 CPU 核</td>" in html
 

@@ -117,5 +117,7 @@ def test_production_cookies_and_transport_are_https_only(tmp_path):
 def test_development_stays_on_plain_http(tmp_path):
     parsed = production_settings(tmp_path, "1")
     assert parsed["SECURE_SSL_REDIRECT"] is False
-    assert parsed["SESSION_COOKIE_SECURE"] is False
+    # The cookies are __Host- ones even here: Secure, which browsers keep on http://localhost
+    # and 127.0.0.1 (docs/port-proxy.md).
+    assert parsed["SESSION_COOKIE_SECURE"] is True
     assert parsed["SECURE_HSTS_SECONDS"] == 0

@@ -57,6 +57,7 @@ def test_production_mode_uses_postgres_and_redis(tmp_path):
             "DEBUG": "0",
             "SECRET_KEY": "x" * 60,
             "ALLOWED_HOSTS": "trainyard.example,api.example",
+            "TRAINYARD_PROXY_ORIGIN": "https://jobs.example-ports.net",
         },
         tmp_path,
     )
@@ -64,7 +65,8 @@ def test_production_mode_uses_postgres_and_redis(tmp_path):
     assert parsed["broker"] == "redis://cache.example:6379/1"
     assert parsed["cache"].endswith("RedisCache")
     assert parsed["debug"] is False
-    assert parsed["hosts"] == ["trainyard.example", "api.example"]
+    # The jobs' ports' sites too (docs/port-proxy.md): j<job>-<port>.jobs.example-ports.net.
+    assert parsed["hosts"] == ["trainyard.example", "api.example", ".jobs.example-ports.net"]
 
 
 def test_celery_is_configured_for_reliability(tmp_path):

@@ -8,6 +8,7 @@ translation's fallback chain: a msgid reaches it only when the compiled catalogu
 import gettext
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.utils import translation
 
@@ -55,7 +56,7 @@ def test_every_string_on_the_tested_pages_has_a_chinese_translation(site, owner,
     job = JobFactory(owner=owner, project=site.project, gpu_model=site.v100, max_runtime_minutes=60)
     client = Client(headers={"accept-language": "zh-hans"})
     client.force_login(owner)
-    client.cookies["django_language"] = "zh-hans"
+    client.cookies[settings.LANGUAGE_COOKIE_NAME] = "zh-hans"
     paths = ["/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", f"/jobs/{job.pk}/runtime/"]
     paths += ["/resources/", "/billing/", "/profile/", "/jobs/templates/"]
     paths += ["/notifications/", "/notifications/settings/"]
