@@ -131,6 +131,7 @@ def main() -> None:
     from jobs.proxy_nginx import ProxyPlaces, write_config
 
     with scratch_database("proxybench") as db, tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o755)  # nginx's workers run as nobody when it starts as root
         upstream_port, web_port, proxy_port = free_port(), free_port(), free_port()
         settings.TRAINYARD_PROXY_ORIGIN = f"http://jobs.localhost:{proxy_port}"
         owner, job = running_job(upstream_port)

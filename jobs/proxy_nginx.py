@@ -10,10 +10,11 @@ controls names the upstream. The proxy's own cookie is taken out of what the job
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .port_sites import COOKIE, RESERVED_PREFIX, proxy_domain
@@ -31,7 +32,9 @@ class ProxyPlaces:
     listen: list[str]  # nginx ``listen`` values: "127.0.0.1:8080", "[::1]:8080"
     dashboard: str  # where Trainyard's web process answers: "127.0.0.1:8000"
     folder: Path  # pid and temporary files
-    user: str | None = None  # the workers' account and group when nginx starts as root
+    # The workers' account and group: nginx started as root runs them as ``nobody``, which
+    # must own the folders they write (the auth cache above all).
+    user: str | None = field(default_factory=lambda: worker_user())
 
 
 def nginx_config(places: ProxyPlaces) -> str:
@@ -149,6 +152,14 @@ def _page(name: str, target: str) -> str:
       proxy_set_header Host $http_host;
       proxy_set_header X-Original-URI $request_uri;
     }}"""
+
+
+def worker_user() -> str | None:
+    """nginx's ``user`` as root: the account and its own group (Debian's is ``nogroup``)."""
+    if os.geteuid() != 0:
+        return None
+    account = pwd.getpwnam(WORKER_ACCOUNT)
+    return f"{WORKER_ACCOUNT} {grp.getgrgid(account.pw_gid).gr_name}"
 
 
 def write_config(places: ProxyPlaces) -> Path:

@@ -8,6 +8,7 @@ import http.client
 import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def port_proxy(live_server, settings, tmp_path) -> Iterator[Proxy]:
+def port_proxy(live_server, settings) -> Iterator[Proxy]:
     """nginx on a free loopback port, asking the live server; the site's settings name it."""
     if not Path(NGINX).exists():
         pytest.fail("nginx is not installed (Debian: apt-get install nginx; .ci/run does)")
@@ -63,8 +64,10 @@ def port_proxy(live_server, settings, tmp_path) -> Iterator[Proxy]:
     places = ProxyPlaces(
         listen=[f"{host}:{port}" for host in listen],
         dashboard=f"{address}:{dashboard.port}",
-        folder=tmp_path / "proxy",
+        # Not under pytest's own folder (0700): nginx's workers run as nobody when root.
+        folder=Path(tempfile.mkdtemp(prefix="trainyard-proxy-")),
     )
+    places.folder.chmod(0o755)
     config = write_config(places)
     folder = places.folder
     nginx = subprocess.Popen(
@@ -78,6 +81,7 @@ def port_proxy(live_server, settings, tmp_path) -> Iterator[Proxy]:
     finally:
         nginx.terminate()
         nginx.wait(10)
+        shutil.rmtree(places.folder, ignore_errors=True)
 
 
 def _listening(port: int) -> bool:

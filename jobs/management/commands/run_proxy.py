@@ -5,9 +5,7 @@ project renders (jobs/proxy_nginx.py). ``make run`` starts it beside the web pro
 
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import shutil
 import signal
 import sys
@@ -17,7 +15,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from jobs.proxy_nginx import WORKER_ACCOUNT, ProxyPlaces, nginx_config, write_config
+from jobs.proxy_nginx import ProxyPlaces, nginx_config, write_config
 
 
 class Command(BaseCommand):
@@ -41,7 +39,6 @@ class Command(BaseCommand):
             listen=listen or [f"127.0.0.1:{port}", f"[::1]:{port}"],
             dashboard=dashboard.replace("0.0.0.0:", "127.0.0.1:"),
             folder=Path(folder).resolve(),
-            user=_worker_account() if os.geteuid() == 0 else None,
         )
         config = nginx_config(places)
         if print:
@@ -61,9 +58,3 @@ class Command(BaseCommand):
         path = write_config(places)
         sys.stdout.flush()
         os.execv(nginx, [nginx, "-p", str(places.folder), "-c", str(path), "-g", "daemon off;"])
-
-
-def _worker_account() -> str:
-    """nginx's ``user`` value: the account and its own group (Debian's is ``nogroup``)."""
-    account = pwd.getpwnam(WORKER_ACCOUNT)
-    return f"{WORKER_ACCOUNT} {grp.getgrgid(account.pw_gid).gr_name}"
