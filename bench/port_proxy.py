@@ -8,7 +8,9 @@ One machine: a scratch database (``<name>_proxybench``) with one running job who
 tests/test_port_proxy.py runs in a job), Trainyard's web process as ``make run`` starts it
 (gunicorn, 2 workers × 4 threads), and nginx with the project's configuration. Each page
 is a fresh connection, as the proxy's upstream is; the WebSocket is one connection, many
-round trips. Prints p50, p99 and the mean for each way and their ratios.
+round trips. Pages go through the proxy as configured (nginx keeps Trainyard's yes for
+3 s) and through a second nginx that asks Trainyard every time (a page's first request).
+Prints p50, p99 and the mean for each way and their ratios.
 """
 
 from __future__ import annotations
@@ -169,16 +171,31 @@ def main() -> None:
             dashboard=f"127.0.0.1:{web_port}",
             folder=Path(folder),
         )
-        processes.append(
-            subprocess.Popen(
-                [nginx, "-p", folder, "-c", str(write_config(places)), "-g", "daemon off;"]
-            )
+        # A second nginx that asks Trainyard on every request (its yes not kept): the cost
+        # of a page's first request, or of every request were there no cache.
+        uncached_port = free_port()
+        uncached = ProxyPlaces(
+            listen=[f"127.0.0.1:{uncached_port}"],
+            dashboard=places.dashboard,
+            folder=Path(folder) / "uncached",
         )
+        uncached.folder.mkdir(mode=0o755)
+        uncached_config = write_config(uncached)
+        text = uncached_config.read_text()
+        assert "proxy_cache trainyard_auth;" in text
+        uncached_config.write_text(text.replace("proxy_cache trainyard_auth;", "proxy_cache off;"))
+        for way, config in ((places, write_config(places)), (uncached, uncached_config)):
+            processes.append(
+                subprocess.Popen(
+                    [nginx, "-p", str(way.folder), "-c", str(config), "-g", "daemon off;"]
+                )
+            )
         try:
             for port, what in (
                 (upstream_port, "the echo server"),
                 (web_port, "gunicorn"),
                 (proxy_port, "nginx"),
+                (uncached_port, "the second nginx"),
             ):
                 wait_listening(port, what)
             direct_host = f"127.0.0.1:{upstream_port}"
@@ -188,6 +205,10 @@ def main() -> None:
             direct = get_times(upstream_port, direct_host, {}, args.pages)
             proxied = get_times(proxy_port, proxied_host, cookie, args.pages)
             figures("A small page (GET, a new connection each)", direct, proxied)
+            asked_host = f"{site.host}:{uncached_port}"
+            get_times(uncached_port, asked_host, cookie, 50)
+            asked = get_times(uncached_port, asked_host, cookie, args.pages)
+            figures("The same, Trainyard asked on every request (no cache)", direct, asked)
             direct = websocket_times(upstream_port, direct_host, {}, args.round_trips)
             proxied = websocket_times(proxy_port, proxied_host, cookie, args.round_trips)
             figures("A WebSocket round trip (one connection)", direct, proxied)
