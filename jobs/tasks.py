@@ -7,6 +7,8 @@ from jobs.images import add as images
 from jobs.lifecycle.pass_requests import pass_begins
 from jobs.scheduler import run_pass
 
+from . import usage_thinning
+
 
 @shared_task(name="jobs.tasks.schedule_pass", ignore_result=True)
 def schedule_pass() -> None:
@@ -21,3 +23,9 @@ def schedule_pass() -> None:
 def image_add(image_id: int) -> None:
     """Bring an admin's new image into the site's store and record what it holds (minutes)."""
     images.image_add(image_id)
+
+
+@shared_task(name="jobs.tasks.usage_thin", ignore_result=True)
+def usage_thin() -> None:
+    """Usage samples older than an hour down to one a minute; past retention, none."""
+    usage_thinning.usage_thin()

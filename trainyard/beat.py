@@ -29,6 +29,7 @@ def beat_schedule(
         "free-resources-refresh": _every("resources.tasks.refresh_free_resources", 60),
         "billing-accrue-usage": _every("accounting.tasks.accrue_usage", 60),
         "notifications-long-waits": _every("notifications.tasks.notify_long_waits", 60),
+        "usage-thin": _every("jobs.tasks.usage_thin", 600),
     }
     if slurm is not None:
         track_seconds, sync_seconds = slurm

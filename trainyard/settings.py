@@ -325,6 +325,8 @@ LOGGING = logging_config(
 
 # How often each agent samples its running attempts' CPU, memory, I/O and cards (seconds).
 TRAINYARD_USAGE_SAMPLE_SECONDS = float(os.environ.get("TRAINYARD_USAGE_SAMPLE_SECONDS", "10"))
+# Days samples are kept (one a minute after their first hour).
+TRAINYARD_USAGE_RETENTION_DAYS = float(os.environ.get("TRAINYARD_USAGE_RETENTION_DAYS", "30"))
 # Where node agents keep replica state, logs and outputs (one folder per node).
 TRAINYARD_NODE_ROOT = Path(os.environ.get("TRAINYARD_NODE_ROOT", VAR_DIR / "nodes"))
 # Where project data (code versions, datasets, pretrained models) lives on disk.
