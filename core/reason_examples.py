@@ -63,6 +63,7 @@ EXAMPLES = {
     "preempting": {"job": 12},
     "preempted": {"job": 12},
     "stopped.by": {"user": "张三"},
+    "stopped.idle_cards": {"percent": 0.4, "minutes": 60},
     "stop.requested": {"user": "张三"},
     "stopped.unstarted": {},
     "superseded": {},

@@ -101,6 +101,10 @@ MESSAGES = {
     # Stops (jobs/services/stop.py, jobs/execution/settle.py, the executors).
     "stopped": _("Stopped"),
     "stopped.by": _("Stopped by %(user)s"),
+    "stopped.idle_cards": _(
+        "Stopped by the site's idle-cards policy: its cards averaged %(percent)s %% GPU use "
+        "and stayed idle %(minutes)s minutes after its owner was told."
+    ),
     "stop.requested": _("Stop requested by %(user)s"),
     "stopped.unstarted": _("Stopped before it started."),
     "superseded": _("Superseded before it started."),

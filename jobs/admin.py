@@ -106,8 +106,17 @@ class JobAdmin(UnitFieldsMixin, admin.ModelAdmin):
         "replicas",
         "priority",
         "submitted_at",
+        "idle_since",
     ]
-    list_filter = ["state", "resource_kind", "task_mode", "gpu_model", "priority", "preemptible"]
+    list_filter = [
+        "state",
+        "resource_kind",
+        "task_mode",
+        "gpu_model",
+        "priority",
+        "preemptible",
+        ("idle_since", admin.EmptyFieldListFilter),
+    ]
     search_fields = ["name", "owner__username", "project__name"]
     date_hierarchy = "submitted_at"
     list_select_related = ["owner", "project", "gpu_model"]

@@ -9,6 +9,7 @@ class JobsConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, not at the top: these modules import models, which need the app
         # registry ready. Importing event_log and pass_receivers connects their receivers.
+        from jobs import idle_cards  # noqa: F401 (its beat task)
         from jobs.execution import launch, settle
         from jobs.lifecycle import event_log  # noqa: F401
         from jobs.scheduler import pass_receivers  # noqa: F401

@@ -18,6 +18,7 @@ class Kind(models.TextChoices):
     STOPPED = "stopped", _("A job of yours is stopped by someone else or by the platform")
     LONG_WAIT = "long_wait", _("A job of yours waits longer than your threshold")
     FREE_HOURS = "free_hours", _("Your free hours pass 80 % and 95 %")
+    IDLE_CARDS = "idle_cards", _("A job of yours holds cards it does not use")
 
 
 class Notification(models.Model):
@@ -115,6 +116,8 @@ class NotificationSettings(models.Model):
     long_wait_email = models.BooleanField(default=False)
     free_hours_in_app = models.BooleanField(default=True)
     free_hours_email = models.BooleanField(default=True)
+    idle_cards_in_app = models.BooleanField(default=True)
+    idle_cards_email = models.BooleanField(default=True)
     long_wait_minutes = models.PositiveIntegerField(
         _("Long wait threshold (minutes)"),
         default=DEFAULT_WAIT_MINUTES,

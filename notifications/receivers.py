@@ -14,10 +14,10 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from billing.signals import free_grant_crossed
-from jobs.signals import job_state_changed
+from jobs.signals import job_cards_idle, job_state_changed
 
 from .rules import FREE_HOURS_PERCENTS, JOB_STATE_KINDS
-from .tasks import notify_free_hours, notify_job_event
+from .tasks import notify_free_hours, notify_idle_cards, notify_job_event
 
 
 @receiver(job_state_changed, dispatch_uid="notifications.job_state_changed")
@@ -32,6 +32,16 @@ def on_free_grant_crossed(*, grant_id: int, percent: int, **_) -> None:
     """An accrual took a free grant past ``percent`` of its hours."""
     if percent in FREE_HOURS_PERCENTS:
         transaction.on_commit(partial(enqueue_free_hours, grant_id, percent), robust=True)
+
+
+@receiver(job_cards_idle, dispatch_uid="notifications.job_cards_idle")
+def on_job_cards_idle(*, job_id: int, percent: float, minutes: int, **_) -> None:
+    """A running job's cards averaged ``percent`` GPU use over the site's idle window."""
+    transaction.on_commit(partial(enqueue_idle_cards, job_id, percent, minutes), robust=True)
+
+
+def enqueue_idle_cards(job_id: int, percent: float, minutes: int) -> None:
+    notify_idle_cards.delay(job_id, percent, minutes)
 
 
 def enqueue_job_event(event_id: int) -> None:

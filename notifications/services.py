@@ -101,6 +101,23 @@ def job_event_notify(*, event_id: int) -> Notification | None:
     return notification
 
 
+def idle_cards_notify(*, job_id: int, percent: float, minutes: int) -> Notification | None:
+    """The owner's notification that a job's cards sat idle: once per idle spell."""
+    job = Job.objects.select_related("owner").filter(pk=job_id).first()
+    if job is None or job.idle_since is None:
+        return None  # busy again, or gone, before this ran
+    notification, _created = notification_record(
+        user=job.owner,
+        kind=Kind.IDLE_CARDS,
+        event_key=f"{job_event_key(job_id=job.pk, kind=Kind.IDLE_CARDS)}:"
+        f"{int(job.idle_since.timestamp())}",
+        data={"job_id": job.pk, "job_name": job.name, "percent": percent, "minutes": minutes},
+        url=reverse("jobs:detail", args=[job.pk]),
+        job=job,
+    )
+    return notification
+
+
 def long_waits_notify(*, now: datetime | None = None) -> list[int]:
     """Notify owners of jobs waiting past their threshold; return the ids with an email to send.
 

@@ -7,6 +7,7 @@ from celery import shared_task
 from .services import (
     emails_pending,
     free_hours_notify,
+    idle_cards_notify,
     job_event_notify,
     long_waits_notify,
     notification_email_send,
@@ -30,6 +31,15 @@ def notify_free_hours(grant_id: int, percent: int = 80) -> None:
     """Tell an account's user that a free grant passed ``percent`` used (80 or 95)."""
 
     notification = free_hours_notify(grant_id=grant_id, percent=percent)
+    if notification is not None:
+        notification_email_send(notification_id=notification.pk)
+
+
+@shared_task(name="notifications.tasks.notify_idle_cards", ignore_result=True, **RETRY)
+def notify_idle_cards(job_id: int, percent: float, minutes: int) -> None:
+    """Tell a job's owner that its cards averaged ``percent`` GPU use over ``minutes``."""
+
+    notification = idle_cards_notify(job_id=job_id, percent=percent, minutes=minutes)
     if notification is not None:
         notification_email_send(notification_id=notification.pk)
 

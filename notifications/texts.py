@@ -21,6 +21,8 @@ def notification_text(notification: Notification) -> Text:
     data = notification.data
     if notification.kind == Kind.FREE_HOURS:
         return _free_hours_text(data)
+    if notification.kind == Kind.IDLE_CARDS:
+        return _idle_cards_text(data)
     job = {"id": data.get("job_id", ""), "name": data.get("job_name", "")}
     # Rendered now, in the reader's language; the English text for a notification without a code.
     reason = reason_text(
@@ -62,6 +64,24 @@ def _free_hours_text(data: dict) -> Text:
         _(
             "%(percent)s %% of your free %(model)s card-hours are used "
             "(%(used)s of %(grant)s card-hours)."
+        )
+        % values
+    )
+    return Text(title=title, body=body)
+
+
+def _idle_cards_text(data: dict) -> Text:
+    values = {
+        "id": data.get("job_id", ""),
+        "name": data.get("job_name", ""),
+        "percent": data.get("percent", ""),
+        "minutes": data.get("minutes", ""),
+    }
+    title = _("Job #%(id)s %(name)s is not using its cards") % values
+    body = (
+        _(
+            "Its cards averaged %(percent)s %% GPU use over the last %(minutes)s minutes. "
+            "Stop it if it is stuck, so that others can use them."
         )
         % values
     )

@@ -30,6 +30,7 @@ def beat_schedule(
         "billing-accrue-usage": _every("accounting.tasks.accrue_usage", 60),
         "notifications-long-waits": _every("notifications.tasks.notify_long_waits", 60),
         "usage-thin": _every("jobs.tasks.usage_thin", 600),
+        "idle-cards-check": _every("jobs.tasks.idle_cards_check", 60),
     }
     if slurm is not None:
         track_seconds, sync_seconds = slurm

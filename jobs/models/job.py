@@ -162,6 +162,9 @@ class Job(ReplicaResourceColumns):
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
     finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
     stop_requested_at = models.DateTimeField(_("stop requested"), null=True, blank=True)
+    # Set while its cards sit idle (jobs/idle_cards.py): when its owner was told, at what use.
+    idle_since = models.DateTimeField(_("cards idle since"), null=True, blank=True)
+    idle_gpu_percent = models.FloatField(_("idle cards' GPU use (%)"), null=True, blank=True)
 
     class Meta:
         ordering = ["-submitted_at"]

@@ -30,6 +30,26 @@ class SiteSettings(models.Model):
         default=7,
         help_text=_("After this long a card-hour counts half in the queue's fair share."),
     )
+    # Idle cards (jobs/idle_cards.py): a running job whose cards average below the threshold
+    # over the window, counted from some minutes into its training, is told; optionally
+    # stopped if it stays so.
+    idle_gpu_percent = models.PositiveSmallIntegerField(
+        _("idle cards threshold (%)"),
+        default=5,
+        help_text=_("A job whose cards average below this GPU use over the window is idle."),
+    )
+    idle_window_minutes = models.PositiveIntegerField(_("idle window (minutes)"), default=30)
+    idle_grace_minutes = models.PositiveIntegerField(
+        _("idle check from (minutes of training)"),
+        default=10,
+        help_text=_("Not counted: the augmentation phase and this many minutes of training."),
+    )
+    idle_stop_minutes = models.PositiveIntegerField(
+        _("stop idle jobs after (minutes)"),
+        null=True,
+        blank=True,
+        help_text=_("Empty: never. Else a job still idle this long after its owner was told."),
+    )
     # Kept by the heartbeat check itself (jobs/execution/nodes.py): since when it has been
     # watching without a gap, and when it last looked. Not for admins to set.
     heartbeat_watch_since = models.DateTimeField(null=True, blank=True, editable=False)
@@ -44,6 +64,13 @@ class SiteSettings(models.Model):
                 condition=Q(fair_share_half_life_days__gte=1),
                 name="site_settings_half_life_gte_1",
                 violation_error_message=_("The fair-share half-life is at least 1 day."),
+            ),
+            models.CheckConstraint(
+                condition=Q(idle_gpu_percent__lte=100) & Q(idle_window_minutes__gte=1),
+                name="site_settings_idle_in_range",
+                violation_error_message=_(
+                    "The idle cards threshold is at most 100 % and its window at least 1 minute."
+                ),
             ),
             models.CheckConstraint(
                 condition=Q(max_nodes_per_job__gte=2),
