@@ -1,0 +1,52 @@
+"""What `make run` starts, with the environment honcho gives each process: the proxy asks
+the web process where it really listens (honcho gives every process a PORT of its own)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from honcho.environ import expand_processes, parse_procfile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def started(port: str) -> dict[str, tuple[list[str], dict]]:
+    """Each process's command line and environment as `make run PORT=<port>` has honcho
+    run them."""
+    dry = subprocess.run(
+        ["make", "-n", "run", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True
+    )
+    [line] = [line for line in dry.stdout.splitlines() if "honcho start" in line]
+    words = shlex.split(line)
+    env = dict(
+        word.split("=", 1) for word in words[: words.index(next(w for w in words if "=" not in w))]
+    )
+    processes = expand_processes(parse_procfile((ROOT / "Procfile").read_text()).processes, env=env)
+    commands = {}
+    for process in processes:
+        shell_env = {**os.environ, **process.env}
+        expanded = subprocess.run(
+            ["bash", "-c", f"printf '%s\\n' {process.cmd}"],
+            env=shell_env,
+            capture_output=True,
+            text=True,
+        )
+        commands[process.name.split(".")[0]] = (expanded.stdout.split(), process.env)
+    return commands
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_the_proxy_asks_the_web_process_where_it_listens_and_sends_people_back_there():
+    commands = started("8312")
+    web, web_env = commands["web"]
+    proxy, _proxy_env = commands["proxy"]
+    assert option(web, "--bind") == "127.0.0.1:8312"
+    assert option(proxy, "--dashboard") == "127.0.0.1:8312"
+    # A port's site sends a visitor without its cookie to the dashboard's "Open".
+    assert web_env.get("TRAINYARD_BASE_URL") == "http://127.0.0.1:8312"
