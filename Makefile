@@ -7,6 +7,9 @@ RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Where the web process answers, for the port proxy and links back (honcho gives every
+# process a PORT of its own: the proxy cannot read the web's from its own).
+DASHBOARD = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
 # `make run V=1`: a line per task run, beat send and web request (TRAINYARD_VERBOSE=1), not
 # only per job event and per warning or error.
 V ?=
@@ -51,7 +54,7 @@ run: $(RUN_STAMP) sandbox
 	$(BIN)/python manage.py seed_demo
 	@echo "Trainyard is starting at http://$(HOST):$(PORT)/ (Ctrl-C stops everything)"
 	@echo "Jobs' open ports, through the proxy: http://j<job>-<port>.jobs.localhost:8080/"
-	HOST=$(HOST) PORT=$(PORT) $(if $(V),TRAINYARD_VERBOSE=1) $(BIN)/honcho start -f Procfile
+	HOST=$(HOST) PORT=$(PORT) TRAINYARD_DASHBOARD=$(DASHBOARD) TRAINYARD_BASE_URL=$${TRAINYARD_BASE_URL:-http://$(DASHBOARD)} $(if $(V),TRAINYARD_VERBOSE=1) $(BIN)/honcho start -f Procfile
 
 # axe-core, which the browser tests inject into pages.
 node_modules/axe-core/axe.min.js: package.json package-lock.json

@@ -4,7 +4,6 @@ the web process where it really listens (honcho gives every process a PORT of it
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -20,10 +19,14 @@ def started(port: str) -> dict[str, tuple[list[str], dict]]:
         ["make", "-n", "run", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True
     )
     [line] = [line for line in dry.stdout.splitlines() if "honcho start" in line]
-    words = shlex.split(line)
-    env = dict(
-        word.split("=", 1) for word in words[: words.index(next(w for w in words if "=" not in w))]
+    # The environment make hands honcho: the line's assignments, as its shell reads them.
+    assignments = line.split(".venv/bin/honcho")[0]
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("TRAINYARD_")}
+    shown = subprocess.run(
+        ["bash", "-c", f"{assignments} env -0"], env=clean, capture_output=True, text=True
     )
+    given = dict(item.split("=", 1) for item in shown.stdout.split("\0") if "=" in item)
+    env = {k: v for k, v in given.items() if clean.get(k) != v}
     processes = expand_processes(parse_procfile((ROOT / "Procfile").read_text()).processes, env=env)
     commands = {}
     for process in processes:
