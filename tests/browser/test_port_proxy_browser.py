@@ -154,3 +154,25 @@ def test_a_jobs_page_cannot_reach_or_plant_the_dashboards_cookies(pages, proxied
     page.reload()
     expect(page).to_have_url(pages.url(f"/jobs/{job.pk}/"))
     expect(page.locator("#published-ports")).to_contain_text("In a browser")
+
+
+SERVE = """mkdir -p /tmp/site/deep && echo '<title>deep page</title>' > /tmp/site/deep/index.html
+python3 -m http.server 7000 -d /tmp/site"""
+
+
+def test_a_visitor_who_signs_in_first_lands_on_the_page_asked_for(
+    pages,
+    proxied,
+    port_proxy,  # noqa: F811 (the fixture)
+    owner,
+    project,
+):
+    job = running(proxied, owner, project, SERVE, [7000])
+    site = f"http://j{job.pk}-7000.jobs.localhost:{port_proxy.port}/deep/"
+    page = pages.open(None, "/")
+    page.goto(site)  # to the dashboard's log-in first
+    page.get_by_label("Username").fill(owner.get_username())
+    page.get_by_label("Password").fill("pw")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_title("deep page", timeout=30_000)
+    assert page.url == site
