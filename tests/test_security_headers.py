@@ -26,7 +26,8 @@ POLICY = {
     "style-src": "'self'",
     "object-src": "'none'",
     "base-uri": "'self'",
-    "form-action": "'self'",
+    # The log-in may go on to the job port's site it was asked for (docs/port-proxy.md).
+    "form-action": "'self' http://*.jobs.localhost:*",
     "frame-ancestors": "'none'",
 }
 # What the policy refuses in markup: inline scripts, event handlers and style attributes,

@@ -60,7 +60,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 # (nginx, `manage.py run_proxy`; docs/port-proxy.md). In production a registrable domain of its
 # own (https://jobs.example-trainyard.net), never one under the dashboard's.
 TRAINYARD_PROXY_ORIGIN = os.environ.get("TRAINYARD_PROXY_ORIGIN", "http://jobs.localhost:8080")
-ALLOWED_HOSTS.append("." + (urlsplit(TRAINYARD_PROXY_ORIGIN).hostname or "jobs.localhost"))
+_proxy = urlsplit(TRAINYARD_PROXY_ORIGIN)
+ALLOWED_HOSTS.append("." + (_proxy.hostname or "jobs.localhost"))
+_PORT_SITES = f"{_proxy.scheme}://*.{_proxy.hostname}:*"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -309,7 +311,8 @@ CONTENT_SECURITY_POLICY = {
         "style-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
-        "form-action": ["'self'"],
+        # The log-in goes on to the job port's site it was asked for (docs/port-proxy.md).
+        "form-action": ["'self'", _PORT_SITES],
         "frame-ancestors": ["'none'"],
     }
 }

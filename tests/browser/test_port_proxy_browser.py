@@ -157,6 +157,7 @@ def test_a_jobs_page_cannot_reach_or_plant_the_dashboards_cookies(pages, proxied
 
 
 SERVE = """mkdir -p /tmp/site/deep && echo '<title>deep page</title>' > /tmp/site/deep/index.html
+touch /tmp/site/favicon.ico
 python3 -m http.server 7000 -d /tmp/site"""
 
 
