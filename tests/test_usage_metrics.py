@@ -73,6 +73,7 @@ def test_the_job_page_charts_the_last_hour(owner_client, sampled):
     assert "Card 2: GPU 97 %, last hour" in page
     panel = owner_client.get(f"/jobs/{sampled.job.pk}/usage/", HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert "卡 2：GPU 97 %，最近一小时" in panel.content.decode()
+    assert "CPU，占一个核心的比例，最近一小时" in panel.content.decode()
 
 
 class FakeNvml:
