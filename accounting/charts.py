@@ -15,6 +15,7 @@ from django.utils.translation import gettext as _
 from billing.formatting import hours_text
 from billing.models import Price
 from billing.months import Month
+from core.svg_chart import Label
 
 from .selectors import DailyUsage
 from .ticks import nice_ticks, tick_text
@@ -32,13 +33,6 @@ class Bar:
     height: str
     color: str
     title: str
-
-
-@dataclass(frozen=True)
-class Label:
-    x: str
-    y: str
-    text: str
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from functools import wraps
-
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,6 +14,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from billing.models import Account
+from core.staff import staff_only
 
 from .exports import overview_csv, statement_csv
 from .selectors import (
@@ -43,16 +41,6 @@ COLUMNS = [
     ("billable_core_hours", gettext_lazy("Billable core-hours")),
     ("amount", gettext_lazy("Amount")),
 ]
-
-
-def staff_only(view):
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 def _overview_of(request: HttpRequest):

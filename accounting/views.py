@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from billing.accounts import account_for_user
 from billing.months import Month
+from jobs.cluster_usage import average_card_use
 
 from .charts import daily_charts
 from .exports import statement_csv
@@ -29,9 +30,13 @@ def month_from(request: HttpRequest) -> tuple[Month, str]:
 
 def statement_context(statement: Statement, request: HttpRequest, month_error: str = "") -> dict:
     month = statement.month
+    lines = Paginator(statement.lines, LINES_PER_PAGE).get_page(request.GET.get("page"))
+    # Beside each card line, its job's average GPU use (where the agent sampled it).
+    use = average_card_use([line.job_id for line in lines if line.gpu_model])
     return {
         "statement": statement,
-        "lines": Paginator(statement.lines, LINES_PER_PAGE).get_page(request.GET.get("page")),
+        "lines": lines,
+        "line_rows": [(line, use.get(line.job_id) if line.gpu_model else None) for line in lines],
         "charts": daily_charts(month=month, daily=statement.daily),
         "month": month,
         "previous_month": month.previous(),

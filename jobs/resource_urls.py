@@ -8,4 +8,5 @@ app_name = "resources"
 urlpatterns = [
     path("", views.resource_overview, name="overview"),
     path("free/refresh/", views.free_refresh, name="free_refresh"),
+    path("utilisation/", views.utilisation, name="utilisation"),
 ]

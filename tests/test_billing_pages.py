@@ -95,7 +95,7 @@ def test_statement_csv_has_the_job_lines_and_neutralises_formulas(owner_client, 
 
 
 def test_my_billing_queries_are_pinned(owner_client, usage, django_assert_max_num_queries):
-    with django_assert_max_num_queries(9):  # with the navigation's unread notifications
+    with django_assert_max_num_queries(11):  # with the unread count, and the jobs' GPU use (2)
         assert owner_client.get(reverse("billing:mine"), {"month": MARCH}).status_code == 200
     with django_assert_max_num_queries(8):
         assert owner_client.get(reverse("billing:mine_csv"), {"month": MARCH}).status_code == 200
@@ -197,7 +197,7 @@ def test_overview_queries_are_pinned(admin_client_, many_accounts, django_assert
 
 def test_account_page_shows_the_statement(admin_client_, usage, django_assert_max_num_queries):
     account = account_for_user(user=usage[0].owner)
-    with django_assert_max_num_queries(10):  # with the navigation's unread notifications
+    with django_assert_max_num_queries(12):  # with the unread count, and the jobs' GPU use (2)
         response = admin_client_.get(
             reverse("billing:account", args=[account.pk]), {"month": MARCH}
         )

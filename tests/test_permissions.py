@@ -113,6 +113,7 @@ PAGES: dict[str, list[Case]] = {
     "resources/free/refresh/": [
         Case("POST", "/resources/free/refresh/", (LOGIN, 302, 302, 302, 302))
     ],
+    "resources/utilisation/": [Case("GET", "/resources/utilisation/", STAFF_ONLY)],
     "billing/": [Case("GET", "/billing/", SIGNED_IN_ONLY)],
     "billing/statement.csv": [Case("GET", "/billing/statement.csv", SIGNED_IN_ONLY)],
     "billing/overview/": [Case("GET", "/billing/overview/", STAFF_ONLY)],

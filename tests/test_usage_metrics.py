@@ -113,3 +113,16 @@ def test_only_the_attempts_own_cards_are_read_and_a_silent_one_is_left_out(monke
 def test_without_a_driver_there_are_no_cards(monkeypatch):
     monkeypatch.setitem(usage._nvml_state, "module", None)
     assert usage.card_usage([0, 1]) == []
+
+
+def test_the_agent_keeps_each_looks_mean_card_use_beside_its_cards(sampled, monkeypatch):
+    """What the database averages for the utilisation page and statements (cluster_usage)."""
+    monkeypatch.setitem(usage._nvml_state, "module", FakeNvml())
+    looked = usage.Usage(1.0, 10, 0, 0, gpus=usage.card_usage([1, 2]))
+    monkeypatch.setattr(usage, "attempt_usage", lambda folder, cards: looked)
+    AttemptSample.objects.all().delete()
+
+    assert usage.usage_record([(None, sampled.attempt)]) == 1
+
+    [sample] = AttemptSample.objects.all()
+    assert [card["util"] for card in sample.gpus] == [10, 20] and sample.gpu_util == 15.0

@@ -1,6 +1,6 @@
 from .images import Image
 from .job import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
-from .metrics import AttemptSample
+from .metrics import AttemptSample, mean_util
 from .personal import PersonalTemplate
 from .projects import CodeVersion, Dataset, PretrainedModel, Project
 from .replicas import PortAllocation, Replica, ReplicaAttempt
@@ -24,4 +24,5 @@ __all__ = [
     "Replica",
     "ReplicaAttempt",
     "WorkloadTemplate",
+    "mean_util",
 ]

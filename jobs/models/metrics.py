@@ -20,8 +20,15 @@ class AttemptSample(models.Model):
     write_bytes = models.BigIntegerField(_("bytes written so far"), default=0)
     # Per allocated card, from NVML: [{"index", "util", "memory_mib", "power_w", "temp_c"}].
     gpus = models.JSONField(_("cards"), default=list, blank=True)
+    # Their mean GPU %, kept as a column so the database averages it (None: no cards seen).
+    gpu_util = models.FloatField(_("mean GPU use (%)"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("usage sample")
         verbose_name_plural = _("usage samples")
         indexes = [models.Index(fields=["attempt", "at"], name="sample_attempt_at")]
+
+
+def mean_util(cards: list[dict]) -> float | None:
+    """The cards' mean GPU %, as ``AttemptSample.gpu_util`` keeps it."""
+    return round(sum(card["util"] for card in cards) / len(cards), 1) if cards else None

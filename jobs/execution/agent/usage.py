@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from jobs.execution.files import node_root
 from jobs.execution.replica.folder import AttemptFolder
-from jobs.models import AttemptSample, ReplicaAttempt
+from jobs.models import AttemptSample, ReplicaAttempt, mean_util
 
 MIB = 1024 * 1024
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -57,7 +57,11 @@ def usage_record(watched: list[tuple[AttemptFolder, ReplicaAttempt]]) -> int:
             continue
         usage = attempt_usage(folder, attempt.replica.card_indices or [])
         if usage is not None:
-            samples.append(AttemptSample(attempt=attempt, at=at, **asdict(usage)))
+            samples.append(
+                AttemptSample(
+                    attempt=attempt, at=at, gpu_util=mean_util(usage.gpus), **asdict(usage)
+                )
+            )
     AttemptSample.objects.bulk_create(samples)
     return len(samples)
 
