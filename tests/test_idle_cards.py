@@ -139,3 +139,23 @@ def test_the_job_pages_and_the_admin_show_an_idle_job(owner, client, admin_user)
     staff.force_login(admin_user)
     admin = staff.get("/admin/jobs/job/", {"idle_since__isempty": "0"}).content.decode()
     assert f"/admin/jobs/job/{job.pk}/change/" in admin
+
+
+def test_a_window_longer_than_the_full_detail_hour_counts_its_thinned_samples(owner):
+    """Past an hour the samples keep one a minute (jobs/usage_thinning.py): a 90-minute
+    window's first sample may come up to a minute after it opens, and still covers it."""
+    SiteSettings.objects.update_or_create(pk=1, defaults={"idle_window_minutes": 90})
+    job = gpu_job(owner, "long-idle", util=0, minutes=60, trained=180)
+    attempt = ReplicaAttempt.objects.get(replica__job=job)
+    card = {"index": 2, "util": 0, "memory_mib": 100, "power_w": 30.0, "temp_c": 35}
+    AttemptSample.objects.bulk_create(
+        AttemptSample(
+            attempt=attempt,
+            at=NOW - timedelta(minutes=m, seconds=15),  # the last look of each minute
+            cpu_seconds=0,
+            memory_mib=100,
+            gpus=[card],
+        )
+        for m in range(60, 120)
+    )
+    assert idle_cards_check(NOW) == {job.pk: 0.0}
