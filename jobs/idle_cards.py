@@ -22,6 +22,7 @@ from resources.models import ResourceKind, SiteSettings
 from .models import AttemptSample, Job, ReplicaAttempt
 from .services.stop import job_stop
 from .signals import job_cards_idle
+from .usage_thinning import FULL_DETAIL, THINNED_INTERVAL
 
 
 @shared_task(name="jobs.tasks.idle_cards_check", ignore_result=True)
@@ -64,8 +65,10 @@ def _window_averages(now: datetime, window: timedelta, grace: timedelta) -> dict
         attempt__replica__job__state=Job.State.RUNNING,
         attempt__replica__job__resource_kind__in=[ResourceKind.GPU, ResourceKind.VGPU],
     ).values_list("attempt__replica__job_id", "at", "gpus")
-    # The samples must reach back to the window's start (two intervals' slack).
-    slack = timedelta(seconds=2 * settings.TRAINYARD_USAGE_SAMPLE_SECONDS)
+    # The samples must reach back to the window's start, two intervals' slack: past the
+    # hour of full detail an interval is a minute (one sample a minute is kept).
+    interval = timedelta(seconds=settings.TRAINYARD_USAGE_SAMPLE_SECONDS)
+    slack = 2 * (max(interval, THINNED_INTERVAL) if window > FULL_DETAIL else interval)
     earliest: dict[int, datetime] = {}
     uses: dict[int, list[int]] = {}
     for job_id, at, cards in rows:

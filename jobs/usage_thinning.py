@@ -16,6 +16,7 @@ from django.utils import timezone
 from .models import AttemptSample
 
 FULL_DETAIL = timedelta(hours=1)
+THINNED_INTERVAL = timedelta(minutes=1)  # what TruncMinute below keeps
 # How far back past the hour each run looks: twice beat's interval, so a late run misses none.
 BAND = timedelta(minutes=20)
 
