@@ -132,6 +132,74 @@ def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm
     assert "after replica 1 failed" in waiting.reason
 
 
+def gang_of_two(tmp_path, settings) -> list[ReplicaAttempt]:
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    job = JobFactory(task_mode="distributed", replicas=2, attempt=1, state="running")
+    attempts = []
+    for index in range(2):
+        node = NodeFactory(executor="slurm")
+        replica = job.replica_set.create(index=index, node=node)
+        attempts.append(
+            ReplicaAttempt.objects.create(
+                replica=replica,
+                number=1,
+                node=node,
+                external_id="42",
+                state=State.RUNNING,
+                started_at=T0,
+            )
+        )
+    return attempts
+
+
+def wrote_exit(attempt, code: int, summary: str) -> None:
+    from jobs.execution.replica.folder import AttemptFolder
+
+    folder = AttemptFolder.of(attempt)
+    folder.path.mkdir(parents=True)
+    folder.write("exit", {"exit_code": code, "summary": summary, "ended_at": T0.isoformat()})
+
+
+def test_a_replica_slurm_terminated_after_its_peer_failed_ends_stopped_not_failed(
+    db, settings, tmp_path
+):
+    """The race CI saw under load: Slurm TERMs replica 0 once replica 1 fails, and replica
+    0's keeper writes its own exit (143) before Slurm shows the job ended. A TERM or KILL is
+    Slurm's word, not the job's: the files alone do not end the attempt; Slurm's state does."""
+    from django.utils import timezone
+
+    from jobs.execution.slurm import replica_reports
+
+    waiting, failing = gang_of_two(tmp_path, settings)
+    wrote_exit(failing, 1, "exit code 1")
+    wrote_exit(waiting, 143, "exit code 143 (SIGTERM)")
+    replica_reports.report_from_files("42", [failing.pk, waiting.pk])
+    assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
+    assert ReplicaAttempt.objects.get(pk=waiting.pk).state == State.RUNNING
+
+    replica_reports.report_ends([waiting], slurm_job("FAILED", 1 << 8), timezone.now())
+    waiting.refresh_from_db()
+    assert waiting.state == State.STOPPED, waiting.reason
+    assert "after replica 1 failed" in waiting.reason
+
+
+def test_a_replica_terminated_at_slurms_time_limit_ends_timed_out(db, settings, tmp_path):
+    """The other race CI saw: the keeper's exit (143, Slurm's TERM at the time limit) was
+    reported before squeue showed TIMEOUT, and the attempt ended failed."""
+    from django.utils import timezone
+
+    from jobs.execution.slurm import replica_reports
+
+    attempt, _other = gang_of_two(tmp_path, settings)
+    wrote_exit(attempt, 143, "exit code 143 (SIGTERM)")
+    replica_reports.report_from_files("42", [attempt.pk])
+    assert ReplicaAttempt.objects.get(pk=attempt.pk).state == State.RUNNING
+
+    replica_reports.report_ends([attempt], slurm_job("TIMEOUT", 15), timezone.now())
+    attempt.refresh_from_db()
+    assert attempt.state == State.TIMED_OUT, attempt.reason
+
+
 @pytest.mark.parametrize(
     ("state", "pending", "active", "ended"),
     [
