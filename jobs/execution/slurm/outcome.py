@@ -24,6 +24,7 @@ job did afterwards, as with the local agent.
 
 from __future__ import annotations
 
+import signal
 from dataclasses import dataclass
 
 from core.reasons import Reason
@@ -46,6 +47,9 @@ PLATFORM_FAULTS = frozenset({"NODE_FAIL", "BOOT_FAIL", "PREEMPTED"})
 # Our name for a job that Slurm forgot before we saw it end, leaving no exit status.
 VANISHED = "VANISHED"
 TIMED_OUT = frozenset({"TIMEOUT", "DEADLINE"})
+# What a replica's processes exit with when Slurm ends them (its TERM at the time limit, at
+# a cancel, when a step's task failed; the KILL after): Slurm's word, not the job's.
+SLURMS_SIGNALS = frozenset({128 + signal.SIGTERM, 128 + signal.SIGKILL})
 
 
 def is_pending(slurm_job: SlurmJob) -> bool:
@@ -124,11 +128,16 @@ def _classify(slurm_job, record, attempt, exit_code) -> tuple[str, Reason, bool]
         return State.FAILED, detail, False
     if slurm_job.state == "CANCELLED":
         return State.STOPPED, Reason("slurm.cancelled"), False
-    if record.exit is None and record.peer_failed is not None:
+    if record.peer_failed is not None and (record.exit is None or ended_by_slurm(record.exit)):
         return State.STOPPED, Reason("slurm.peer", {"index": record.peer_failed}), False
     if exit_code == 0 and slurm_job.state == "COMPLETED":
         return State.SUCCEEDED, Reason("exit.ok"), False
     return State.FAILED, _failure_detail(record, exit_code), False
+
+
+def ended_by_slurm(exit: dict) -> bool:
+    """Whether the replica's own exit is a signal Slurm sends: why, only Slurm's state says."""
+    return exit["exit_code"] in SLURMS_SIGNALS
 
 
 def max_runtime_reason(minutes: int | None) -> Reason:

@@ -20,7 +20,7 @@ from jobs.models import ReplicaAttempt
 from resources.models import Node
 
 from . import cli
-from .outcome import ReplicaRecord, outcome
+from .outcome import ReplicaRecord, ended_by_slurm, outcome
 from .placed import first_phase_note, record_where_started
 
 State = ReplicaAttempt.State
@@ -51,8 +51,11 @@ def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> N
         if started is not None:
             report_progress(attempt, folder, slurm_id, started)
     for attempt, folder in zip(group, folders, strict=True):
-        # At once, even while peers run: a failed replica gets the others stopped.
-        if (exit := folder.read("exit")) is not None:
+        # At once, even while peers run: a failed replica gets the others stopped. Not one
+        # Slurm signalled, unless Trainyard asked it to stop: why (the time limit, a failed
+        # peer, a cancel) waits for Slurm's state (the tracking pass).
+        exit = folder.read("exit")
+        if exit is not None and (not ended_by_slurm(exit) or folder.read("stop")):
             report_ends([attempt], slurm_job_from_exits(slurm_id, [exit]), now)
 
 
@@ -105,7 +108,11 @@ def report_progress(
 def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
     folders = {a.pk: AttemptFolder.of(a) for a in group}
     exits = {a.pk: folders[a.pk].read("exit") for a in group}
-    failed = [a for a in group if exits[a.pk] and exits[a.pk]["exit_code"]]
+    failed = [
+        a
+        for a in group
+        if exits[a.pk] and exits[a.pk]["exit_code"] and not ended_by_slurm(exits[a.pk])
+    ]
     peer_failed = _failed_replica(group, slurm_job.job_id, failed)
     # The replica that failed first, so the job's reason names the real failure.
     for attempt in sorted(group, key=lambda a: a not in failed):
