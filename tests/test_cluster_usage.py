@@ -146,3 +146,15 @@ def test_a_statement_shows_each_card_lines_average_gpu_use(owner_client, owner, 
     page = owner_client.get("/billing/", {"month": "2026-03"}).content.decode()
 
     assert '<td class="gpu-use">70.0 %</td>' in page
+
+
+def test_a_gpu_jobs_usage_card_says_when_its_node_reports_no_card_use(owner_client, owner, v100):
+    """What a person sees on a node without NVIDIA's driver (make run's demo nodes)."""
+    node = make_node(name="gpu-a", gpu_model=v100, gpu_count=4)
+    now = datetime.now(UTC).replace(microsecond=0)
+    attempt = held(gpu_job(owner, v100, "no-nvml"), node, [0], since=now - timedelta(minutes=5))
+    sampled(attempt, {}, since=now - timedelta(seconds=30), until=now)
+
+    page = owner_client.get(f"/jobs/{attempt.replica.job_id}/usage/").content.decode()
+
+    assert "Its node reports no card use: no NVIDIA driver answered there" in page
