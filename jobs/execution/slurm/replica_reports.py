@@ -51,12 +51,20 @@ def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> N
         if started is not None:
             report_progress(attempt, folder, slurm_id, started)
     for attempt, folder in zip(group, folders, strict=True):
-        # At once, even while peers run: a failed replica gets the others stopped. Not one
-        # Slurm signalled, unless Trainyard asked it to stop: why (the time limit, a failed
-        # peer, a cancel) waits for Slurm's state (the tracking pass).
-        exit = folder.read("exit")
-        if exit is not None and (not ended_by_slurm(exit) or folder.read("stop")):
+        # At once, even while peers run: a failed replica gets the others stopped.
+        if (exit := exit_known(folder)) is not None:
             report_ends([attempt], slurm_job_from_exits(slurm_id, [exit]), now)
+
+
+def exit_known(folder: AttemptFolder) -> dict | None:
+    """The replica's exit when its files alone say why it ended. An exit by TERM or KILL
+    may be Slurm's doing (its time limit, a failed peer, a cancel): that one waits for
+    Slurm's state (the tracking pass asks), unless Trainyard ended it itself (a stop it
+    asked for, the storage watch), whose files say why."""
+    exit = folder.read("exit")
+    if exit is None or not ended_by_slurm(exit):
+        return exit
+    return exit if folder.exists("stop") or folder.exists("storage") else None
 
 
 def first_phase_start(attempt: ReplicaAttempt, folder: AttemptFolder) -> datetime | None:

@@ -49,6 +49,7 @@ from .outcome import (
 )
 from .pending import pending_positions, pending_reason
 from .replica_reports import (
+    exit_known,
     first_phase_start,
     report_ends,
     report_progress,
@@ -155,7 +156,7 @@ def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
     started = training = exited = placed = 0
     for attempt in group:
         folder = AttemptFolder.of(attempt)
-        if folder.exists("exit"):
+        if exit_known(folder) is not None:
             exited += 1
             continue
         if attempt.state == State.PENDING:
