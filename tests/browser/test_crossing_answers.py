@@ -69,3 +69,30 @@ def test_a_check_answering_after_the_section_was_replaced_leaves_it_whole(pages,
     expect(page.get_by_label("Memory (GiB)")).to_have_value("56")
     expect(page.locator("input[name=kind]:checked")).to_have_count(1)
     expect(page.locator("#resources-summary")).to_contain_text("Each replica:")
+
+
+def test_a_selected_fields_value_is_replaced_by_what_is_typed_across_the_sections_re_render(
+    pages, site, owner
+):
+    # One types over a field's value by selecting it (Tab, a double click, Ctrl+A); the
+    # section's re-render for the field just left lands in between (a slow answer) and
+    # must neither move the caret nor drop the selection: "10" and a typed "7" are "7".
+    page = pages.open(owner, "/jobs/new/")
+    page.locator("#job-form [name=kind][value=cpu]").check()
+    settle(page)
+    held = hold(page, "resources")
+    cores = page.locator("#job-form [name=cpu_cores]")
+    cores.fill("3")
+    cores.press("Tab")
+    wait_until_held(page, held)
+    storage = page.locator("#job-form [name=storage_gib]")
+    assert storage.input_value() == "10"
+    section = page.locator("#resources-section")
+    section.evaluate("element => element.classList.add('before-the-answer')")
+    storage.focus()
+    page.keyboard.press("ControlOrMeta+a")
+    held[0].continue_()
+    settle(page)
+    expect(section).not_to_have_class("before-the-answer")  # it did re-render
+    page.keyboard.type("7")
+    expect(storage).to_have_value("7")
