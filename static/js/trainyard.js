@@ -53,7 +53,36 @@
     var xhr = event.detail.xhr;
     if (xhr.liveSection && (xhr.liveSection.liveChanges || 0) !== xhr.liveChanges) {
       event.detail.shouldSwap = false;
+    } else if (xhr.liveSection && event.detail.shouldSwap) {
+      xhr.keptField = typingField(event.detail.target);
     }
+  });
+  // The field with the focus stays itself through its section's re-render, with the new one's
+  // attributes: htmx gives the new field the focus but not the caret or the selection (a number
+  // field's cannot be read), so "10" selected to be typed over would take a typed "7" as "710".
+  // Only while the answer shows the same value: one the server changed is the new field's.
+  function typingField(section) {
+    var field = document.activeElement;
+    var typing = field && field.id && section.contains(field) &&
+      (field.tagName === "TEXTAREA" ||
+       (field.tagName === "INPUT" && !/^(radio|checkbox|hidden|submit|button)$/.test(field.type)));
+    return typing ? field : null;
+  }
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var kept = event.detail.xhr && event.detail.xhr.keptField;
+    var fresh = kept && document.getElementById(kept.id);
+    if (!fresh || fresh === kept || fresh.tagName !== kept.tagName || fresh.value !== kept.value) {
+      return;
+    }
+    event.detail.xhr.keptField = null;
+    Array.prototype.slice.call(kept.attributes).forEach(function (attribute) {
+      if (!fresh.hasAttribute(attribute.name)) { kept.removeAttribute(attribute.name); }
+    });
+    Array.prototype.forEach.call(fresh.attributes, function (attribute) {
+      kept.setAttribute(attribute.name, attribute.value);
+    });
+    fresh.replaceWith(kept);
+    kept.focus({preventScroll: true});
   });
 
   // Answers to requests for one target (a polled panel and its own search form) may cross.
