@@ -2,9 +2,9 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard \\
         .venv/bin/python bench/placement_fgd.py [--seeds 42-51] \\
-        [--policies random,bestfit,fgd,trainyard,trainyard-typical] [--curve]
+        [--policies random,bestfit,fgd,trainyard,trainyard-fgd,trainyard-fgd-oracle] [--curve]
 
-(all five policies by default; without the trainyard ones Django is not set up).
+(all six policies by default; without the trainyard ones Django is not set up).
 
 Replays the protocol of "Beware of Fragmentation" (USENIX ATC '23), as its
 simulator (hkust-adsl/kubernetes-scheduler-simulator) runs it: the 1,213 GPU
@@ -24,9 +24,13 @@ Policies (``fgd_policies.py`` for the paper's three):
 - ``random``, ``bestfit``, ``fgd``: as configured for the paper's runs; among
   nodes of equal score the one of smallest seed-random rank wins.
 - ``trainyard``: ``jobs.scheduler.placement.place`` on a ``Cluster`` of the
-  same nodes, with the default ``Typical``; ``trainyard-typical``: the typical
-  CPU and memory per card recomputed every 500 arrivals from the pods arrived
-  so far. The Django setup they need is done only when they run (no database).
+  same nodes, as the scheduler's pass runs it (best fit, no workload), with
+  the default ``Typical``; ``trainyard-fgd``: the same ``place`` with the
+  cluster's workload (``fragmentation.Workload``) learned every 200 arrivals
+  from the pods arrived before the current one (none at first: best fit alone),
+  so every fitting node is scored by the fragmentation it adds;
+  ``trainyard-fgd-oracle``: the workload of the whole list, known from the
+  start. The Django setup they need is done only when they run.
 """
 
 from __future__ import annotations
@@ -46,14 +50,15 @@ from fgd_policies import BestFitPolicy, FgdPolicy, Nodes, Pod, RandomPolicy, pod
 from scheduler_trace import CARD_MEMORY_GIB, TRACE
 
 TUNE_RATIO = 1.3  # workloadTuningConfig.ratio
-TYPICAL_EVERY = 500  # arrivals between recomputations of trainyard-typical's Typical
+LEARN_EVERY = 200  # arrivals between two learnings of trainyard's workload
 PUBLISHED = {  # means over seeds 42-51 (expected_results/analysis_allo_discrete.csv)
     "random": {100: 86.30, 130: 87.47},
     "bestfit": {100: 92.86, 130: 93.08},
     "fgd": {100: 95.23, 130: 95.39},
 }
 TOLERANCE = 0.5  # points a reproduced figure may be off before it is not trusted
-POLICIES = ["random", "bestfit", "fgd", "trainyard", "trainyard-typical"]
+POLICIES = ["random", "bestfit", "fgd", "trainyard", "trainyard-fgd", "trainyard-fgd-oracle"]
+LEARNING = {"trainyard": "none", "trainyard-fgd": "online", "trainyard-fgd-oracle": "oracle"}
 
 Event = tuple[int, int]  # (arrived milli-GPU, allocated milli-GPU) after one pod
 
@@ -147,8 +152,7 @@ def tune_up(pods: list[Pod], rng: random.Random, target: float) -> list[Pod]:
 
 def run_policy(name: str, node_rows, load: Workload, typical) -> list[Event]:
     if name.startswith("trainyard"):
-        every = TYPICAL_EVERY if name == "trainyard-typical" else 0
-        return trainyard_events(node_rows, load.order, every)
+        return trainyard_events(node_rows, load.order, LEARNING[name])
     nodes = Nodes(node_rows)
     if name == "fgd":
         policy = FgdPolicy(load.rank, typical, nodes)
@@ -174,35 +178,41 @@ def paper_events(nodes: Nodes, order: list[Pod], policy) -> list[Event]:
     return events
 
 
-def trainyard_events(node_rows, order: list[Pod], typical_every: int) -> list[Event]:
+def trainyard_events(node_rows, order: list[Pod], learning: str) -> list[Event]:
     """The same replay through the scheduler's own ``place`` (compute in percent per card).
 
-    With ``typical_every``, the cluster's ``Typical`` is recomputed from the pods
-    arrived before the current one, every that many arrivals.
+    ``learning``: "online" learns the workload from the pods arrived before the
+    current one, every ``LEARN_EVERY``; "oracle" knows the whole list's workload
+    from the start; "none" has none. The cluster's ``Typical`` stays the default.
     """
     from placement_baselines import build_nodes, task_shape
 
-    from jobs.scheduler.cluster import Cluster, typical_of
+    from jobs.scheduler.cluster import Cluster
+    from jobs.scheduler.fragmentation import Workload
     from jobs.scheduler.placement import place
     from resources.catalog import ModelCatalog
 
     models = tuple(CARD_MEMORY_GIB)  # every node model: gpu_spec is empty in openb
     cluster = Cluster(build_nodes(node_rows, CARD_MEMORY_GIB), ModelCatalog())
     shapes: dict[Pod, object] = {}
-    arrived_shapes, events, arrived, allocated = [], [], 0, 0
-    for number, pod in enumerate(order):
-        if typical_every and number and number % typical_every == 0:
-            cluster.typical = typical_of(arrived_shapes)
+    for pod in order:
         key = pod._replace(name="")
         if key not in shapes:
             shapes[key] = task_shape(key._asdict(), models)
+    if learning == "oracle":
+        cluster.workload = Workload.of(shapes[pod._replace(name="")] for pod in order)
+    arrived_shapes, events, arrived, allocated = [], [], 0, 0
+    for number, pod in enumerate(order):
+        if learning == "online" and number and number % LEARN_EVERY == 0:
+            cluster.workload = Workload.of(arrived_shapes)
+        shape = shapes[pod._replace(name="")]
         arrived += pod.total_milli
-        outcome = place(cluster, shapes[key])
+        outcome = place(cluster, shape)
         for use in outcome.uses or ():
             cluster.allocate(use)
             allocated += 10 * sum(card.compute_percent for card in use.cards)
         events.append((arrived, allocated))
-        arrived_shapes.append(shapes[key])
+        arrived_shapes.append(shape)
     return events
 
 

@@ -143,6 +143,9 @@ class Cluster:
     ) -> None:
         self.catalog = catalog
         self.typical = typical or Typical()
+        # The workload's shapes (``fragmentation.Workload``): placement then scores the
+        # fragmentation a choice adds, first. None: best fit alone.
+        self.workload = None
         self.held_outside: dict[int, int] = {}  # node -> cards Slurm jobs not ours hold
         for node in nodes:
             node.whole_free = sum(card.whole_free for card in node.cards.values())
@@ -158,7 +161,9 @@ class Cluster:
 
     def copy(self) -> Cluster:
         """The same nodes, to allocate on without touching these (the start forecast)."""
-        return Cluster([node.copy() for node in self.nodes.values()], self.catalog, self.typical)
+        copy = Cluster([node.copy() for node in self.nodes.values()], self.catalog, self.typical)
+        copy.workload = self.workload
+        return copy
 
     @classmethod
     def load(cls, catalog: ModelCatalog | None = None) -> Cluster:

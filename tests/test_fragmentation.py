@@ -1,0 +1,113 @@
+"""Fragmentation-aware placement (``jobs/scheduler/fragmentation.py``) on hand-built nodes.
+
+The cases follow "Beware of Fragmentation" (USENIX ATC '23): a node's free GPU is
+fragmented for a shape of the workload where that shape cannot use it, and a replica
+goes where the fragmentation grows least. In memory only: no database.
+"""
+
+from __future__ import annotations
+
+from jobs.scheduler.cluster import CardState, Cluster, NodeState, Typical
+from jobs.scheduler.fragmentation import Workload
+from jobs.scheduler.placement import Shape, place
+from resources.catalog import ModelCatalog
+from resources.models import ResourceKind
+
+CARD_MIB = 16 * 1024
+MODELS = ("V100",)
+
+
+def node(pk: int, *, cards: list[int], cores: int, memory_gib: int = 256) -> NodeState:
+    """A V100 node whose cards have these free compute percentages."""
+    states = {
+        index: CardState(index, pk * 10 + index, CARD_MIB, free, CARD_MIB * free // 100)
+        for index, free in enumerate(cards)
+    }
+    return NodeState(pk, f"n{pk}", "V100", cores * 1000, memory_gib * 1024, 1000, states)
+
+
+def whole(cards: int = 1, cores: int = 4, replicas: int = 1) -> Shape:
+    return Shape(ResourceKind.GPU, MODELS, cards, 0, 0, cores * 1000, 8 * 1024, 10, replicas)
+
+
+def share(percent: int, cores: int = 2) -> Shape:
+    memory = CARD_MIB * percent // 100
+    return Shape(ResourceKind.VGPU, MODELS, 1, percent, memory, cores * 1000, 4 * 1024, 10, 1)
+
+
+def cpu_only(cores: int) -> Shape:
+    return Shape(ResourceKind.CPU, None, 0, 0, 0, cores * 1000, 4 * 1024, 10, 1)
+
+
+def cluster(*nodes: NodeState, workload: list[Shape] | None = None) -> Cluster:
+    # Best fit's own guess of what a card needs beside it, 1 core and 1 GiB, is no help
+    # here: only the workload tells what the cards' next jobs need.
+    result = Cluster(list(nodes), ModelCatalog(), Typical(1000, 1024))
+    result.workload = Workload.of(workload) if workload else None
+    return result
+
+
+def chosen(result: Cluster, shape: Shape) -> list[tuple[str, tuple[int, ...]]]:
+    outcome = place(result, shape)
+    assert outcome.uses is not None
+    names = {n.pk: n.name for n in result.nodes.values()}
+    return [(names[use.node_pk], tuple(c.index for c in use.cards)) for use in outcome.uses]
+
+
+def test_a_cpu_job_goes_where_it_leaves_the_cards_their_cpu_not_where_the_cpu_fits_best():
+    # Best fit takes the tighter CPU (n1), leaving its two free cards 2 cores: no 1-card
+    # job of the workload (4 cores) could use them. n2 keeps 26 cores beside its cards.
+    nodes = (node(1, cards=[100, 100], cores=8), node(2, cards=[100, 100], cores=32))
+    assert chosen(cluster(*nodes), cpu_only(6)) == [("n1", ())]
+    workload = [whole()] * 10
+    assert chosen(cluster(*nodes, workload=workload), cpu_only(6)) == [("n2", ())]
+
+
+def test_a_share_goes_to_the_card_it_leaves_usable_for_the_workloads_shares():
+    # The paper's case: a 20 % share on the card with 60 % free (best fit: the tightest)
+    # leaves 40 %, too little for the 50 % shares that keep arriving; on the card with
+    # 70 % free it leaves exactly 50 %.
+    nodes = (node(1, cards=[60], cores=16), node(2, cards=[70], cores=16))
+    assert chosen(cluster(*nodes), share(20)) == [("n1", (0,))]
+    workload = [share(50)] * 10 + [whole()] * 10
+    assert chosen(cluster(*nodes, workload=workload), share(20)) == [("n2", (0,))]
+
+
+def test_fragmentation_is_the_free_compute_each_shape_cannot_use_weighted_by_its_count():
+    workload = Workload.of([share(50)] * 3 + [whole()] * 1)
+    # Cards 100 % and 30 % free, 16 cores: the whole-card shape can use the 100 (not the
+    # 30); the 50 % share can use the 100 (not the 30).
+    assert workload.fragmentation(node(1, cards=[100, 30], cores=16)) == 3 * 30 + 1 * 30
+    # Too few cores, or too little memory, for either: all 130 % is fragmented for both.
+    assert workload.fragmentation(node(2, cards=[100, 30], cores=1)) == 4 * 130
+    assert workload.fragmentation(node(4, cards=[100, 30], cores=16, memory_gib=2)) == 4 * 130
+    # Nothing free, nothing fragmented.
+    assert workload.fragmentation(node(3, cards=[0, 0], cores=16)) == 0
+
+
+def test_a_gang_takes_the_nodes_whose_fragmentation_grows_least_and_never_one_too_small():
+    # n3's free card lacks the CPU for the replica (never chosen); n1 would be left with
+    # 1 core beside a free card, n2 and n4 keep theirs usable.
+    nodes = (
+        node(1, cards=[100, 100], cores=5),
+        node(2, cards=[100, 100], cores=40),
+        node(3, cards=[100, 100], cores=3),
+        node(4, cards=[100, 100], cores=40),
+    )
+    result = cluster(*nodes, workload=[whole()] * 10)
+    assert sorted(chosen(result, whole(cores=4, replicas=2))) == [("n2", (0,)), ("n4", (0,))]
+
+
+def test_nothing_is_placed_where_it_does_not_fit_whatever_the_fragmentation():
+    nodes = (node(1, cards=[100, 40], cores=1), node(2, cards=[30, 30], cores=64))
+    result = cluster(*nodes, workload=[share(50)] * 10 + [whole()] * 5)
+    assert place(result, whole(cores=4)).uses is None  # n1: too few cores; n2: no whole card
+    assert place(result, share(50)).uses is None  # no card with 50 % and the cores
+
+
+def test_the_workload_keeps_the_common_gpu_shapes_and_leaves_out_cpu_only_ones():
+    shapes = [share(50)] * 60 + [whole()] * 36 + [whole(cards=8)] * 4 + [cpu_only(4)] * 50
+    workload = Workload.of(shapes)
+    # 95 % of the 100 GPU replicas are covered by the two commonest shapes.
+    assert [(d.cards, d.percent, d.count) for d in workload.demands] == [(1, 50, 60), (1, 100, 36)]
+    assert Workload.of([cpu_only(4)] * 3) is None
