@@ -7,6 +7,8 @@ goes where the fragmentation grows least. In memory only: no database.
 
 from __future__ import annotations
 
+import random
+
 from jobs.scheduler.cluster import CardState, Cluster, NodeState, Typical
 from jobs.scheduler.fragmentation import Workload
 from jobs.scheduler.placement import Shape, place
@@ -111,3 +113,28 @@ def test_the_workload_keeps_the_common_gpu_shapes_and_leaves_out_cpu_only_ones()
     # 95 % of the 100 GPU replicas are covered by the two commonest shapes.
     assert [(d.cards, d.percent, d.count) for d in workload.demands] == [(1, 50, 60), (1, 100, 36)]
     assert Workload.of([cpu_only(4)] * 3) is None
+
+
+def test_scoring_every_node_at_once_chooses_as_scoring_them_one_by_one():
+    # The array path (``fragment_placement``) against the scalar one (``Workload.grows``
+    # over every fitting node, which a reservation's view takes), on random clusters.
+    rng = random.Random(7)
+    for _trial in range(40):
+        nodes = [
+            node(
+                pk,
+                cards=[
+                    rng.choice([0, 0, 30, 50, 70, 100, 100]) for _ in range(rng.choice([2, 4, 8]))
+                ],
+                cores=rng.choice([2, 6, 16, 40]),
+                memory_gib=rng.choice([8, 64, 256]),
+            )
+            for pk in range(1, 13)
+        ]
+        workload = [share(rng.choice([25, 50])) for _ in range(5)] + [
+            whole(cards=rng.choice([1, 2, 4]), cores=rng.choice([2, 4, 8])) for _ in range(6)
+        ]
+        for shape in (whole(), whole(cards=2, replicas=2), share(30), share(60), cpu_only(3)):
+            arrays = cluster(*nodes, workload=workload)
+            one_by_one = cluster(*nodes, workload=workload)
+            assert place(arrays, shape) == place(one_by_one, shape, view=lambda n: n), shape

@@ -146,6 +146,9 @@ class Cluster:
         # The workload's shapes (``fragmentation.Workload``): placement then scores the
         # fragmentation a choice adds, first. None: best fit alone.
         self.workload = None
+        # The nodes as arrays (``node_arrays.NodeArrays``), once fragment-aware placement
+        # has built them; ``allocate`` keeps them current.
+        self.arrays = None
         self.held_outside: dict[int, int] = {}  # node -> cards Slurm jobs not ours hold
         for node in nodes:
             node.whole_free = sum(card.whole_free for card in node.cards.values())
@@ -275,6 +278,8 @@ class Cluster:
         before = node.whole_free
         card_before = {u.index: node.cards[u.index].compute_free for u in use.cards}
         node.apply(use, sign)
+        if self.arrays is not None:
+            self.arrays.refresh(node)
         if node.whole_free != before:
             del self._buckets[node.model][before][node.pk]
             self._bucket(node.model, node.whole_free)[node.pk] = node

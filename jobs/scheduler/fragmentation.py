@@ -28,7 +28,10 @@ from collections.abc import Iterable
 from statistics import median_low
 from typing import NamedTuple
 
+import numpy as np
+
 from .cluster import FULL_CARD_PERCENT, NodeState, ReplicaUse
+from .node_arrays import NodeArrays
 
 # The most common shapes, until they cover this share of arrivals, make the workload (as
 # FGD's "typical pods"): rarer ones would cost every score and change few choices.
@@ -66,13 +69,21 @@ class Demand(NamedTuple):
         return card[0] >= self.percent and card[1] >= self.memory_mib
 
 
+class Hosted(NamedTuple):
+    """``Workload.hosted_counts``: the shares' needs, and the counts by need and node state."""
+
+    percent: np.ndarray
+    card_memory: np.ndarray
+    counts: np.ndarray
+
+
 class Workload:
     """The shapes that arrived, with how often; ``grows`` scores a replica's placement."""
 
     def __init__(self, demands: Iterable[Demand]) -> None:
         self.demands = tuple(demands)
-        self.cpu_steps = sorted({d.cpu_milli for d in self.demands})
-        self.memory_steps = sorted({d.node_memory_mib for d in self.demands})
+        self.cpu_steps = np.array(sorted({d.cpu_milli for d in self.demands}), np.int64)
+        self.memory_steps = np.array(sorted({d.node_memory_mib for d in self.demands}), np.int64)
         # A node's CPU counts by its level, how many steps it reaches: a demand's need is
         # reached from the level of its own step.
         self._levels = [
@@ -84,6 +95,9 @@ class Workload:
             for d in self.demands
         ]
         self._memo: dict[tuple, int] = {}
+        self._models_masks: dict[tuple, np.ndarray] = {}
+        self._hosted: dict[tuple, list] = {}
+        self.total_count = sum(d.count for d in self.demands)
 
     @classmethod
     def of(cls, shapes: Iterable) -> Workload | None:
@@ -105,6 +119,46 @@ class Workload:
             kept.append(demand._replace(count=count, node_memory_mib=median_low(memory[demand])))
             covered += count
         return cls(kept)
+
+    def models_mask(self, demand: Demand, arrays: NodeArrays) -> np.ndarray:
+        """Per model of ``arrays``: whether ``demand`` may run on it."""
+        key = (demand.models, tuple(arrays.models))
+        if key not in self._models_masks:
+            self._models_masks[key] = arrays.models_mask(demand.models)
+        return self._models_masks[key]
+
+    def hosted_counts(self, arrays: NodeArrays) -> Hosted:
+        """Per card need (a share's compute and memory, or a wholly free card): how many of
+        the shapes with that need a node hosts, by [need, model, CPU level, memory level,
+        cards meeting the need]."""
+        width = arrays.compute.shape[1]
+        key = (tuple(arrays.models), width)
+        if key not in self._hosted:
+            shares = sorted({(d.percent, d.memory_mib) for d in self.demands if not d.whole})
+            index = {need: i for i, need in enumerate(shares)}
+            counts = np.zeros(
+                (
+                    len(shares) + 1,
+                    len(arrays.models),
+                    len(self.cpu_steps) + 1,
+                    len(self.memory_steps) + 1,
+                    width + 1,
+                ),
+                np.int64,
+            )
+            for demand, cpu_needed, memory_needed in self._levels:
+                need = len(shares) if demand.whole else index[demand.percent, demand.memory_mib]
+                if demand.cards <= width:
+                    models = np.flatnonzero(self.models_mask(demand, arrays))
+                    counts[need, models, cpu_needed:, memory_needed:, demand.cards :] += (
+                        demand.count
+                    )
+            self._hosted[key] = Hosted(
+                np.array([p for p, _m in shares], np.int64).reshape(-1),
+                np.array([m for _p, m in shares], np.int64).reshape(-1),
+                counts,
+            )
+        return self._hosted[key]
 
     def fragmentation(self, node: NodeState) -> int:
         """``F`` of the node as it is now."""
@@ -161,3 +215,73 @@ def _demand_of(shape) -> Demand | None:
         return None
     models = None if shape.models is None else frozenset(shape.models)
     return Demand(models, cards, percent, memory, whole, shape.cpu_milli, 0)
+
+
+class CardsAfter(NamedTuple):
+    """Some nodes (``rows``) as they would be after a placement, as arrays."""
+
+    rows: np.ndarray
+    cpu: np.ndarray
+    memory: np.ndarray
+    compute: np.ndarray  # [row, card]
+    card_memory: np.ndarray
+    whole: np.ndarray
+
+
+def grows_everywhere(workload: Workload, arrays: NodeArrays, after: CardsAfter) -> np.ndarray:
+    """``Workload.grows`` for many nodes at once (``after`` from ``placement``)."""
+    before = _known_fragmentation(workload, arrays)[after.rows]
+    return _fragmentation_of_rows(workload, arrays, after) - before
+
+
+def _known_fragmentation(workload: Workload, arrays: NodeArrays) -> np.ndarray:
+    """Every node's ``F`` now, computed for the rows changed since it was last asked."""
+    if arrays.fragmentation_of is not workload:
+        arrays.fragmentation_of = workload
+        arrays.fragmentation[:] = -1
+    stale = np.flatnonzero(arrays.fragmentation < 0)
+    if len(stale):
+        now = CardsAfter(
+            stale,
+            arrays.cpu[stale],
+            arrays.memory[stale],
+            arrays.compute[stale],
+            arrays.card_memory[stale],
+            arrays.whole[stale],
+        )
+        arrays.fragmentation[stale] = _fragmentation_of_rows(workload, arrays, now)
+    return arrays.fragmentation
+
+
+def _fragmentation_of_rows(workload: Workload, arrays: NodeArrays, state: CardsAfter) -> np.ndarray:
+    """``F`` of these nodes: every shape's count times the node's free compute, less, per
+    card need, the compute on cards meeting it times the count of the shapes hosted."""
+    hosted = workload.hosted_counts(arrays)
+    total = state.compute.sum(1)
+    # [need, node, card]: the shares' needs, then (last) wholly free cards.
+    fits = np.empty((len(hosted.percent) + 1, *state.compute.shape), bool)
+    np.greater_equal(state.compute, hosted.percent[:, None, None], out=fits[:-1])
+    fits[:-1] &= state.card_memory >= hosted.card_memory[:, None, None]
+    fits[-1] = state.whole
+    cards, compute = _card_sums(fits, state.compute)
+    cpu = np.searchsorted(workload.cpu_steps, state.cpu, side="right")
+    memory = np.searchsorted(workload.memory_steps, state.memory, side="right")
+    needs = np.arange(len(fits))[:, None]
+    counts = hosted.counts[needs, arrays.model[state.rows], cpu, memory, cards]
+    return total * workload.total_count - (counts * compute).sum(0)
+
+
+ONES_8 = np.uint64(0x0101_0101_0101_0101)
+ONES_16 = np.uint64(0x0001_0001_0001_0001)
+
+
+def _card_sums(fits: np.ndarray, compute: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per need and node: how many cards fit, and their free compute (percent). Summed a
+    machine word at a time (8 cards' flags, 4 cards' compute), not card by card: numpy's
+    sum along a short last axis costs ~30 times more. The card axis is a multiple of 8
+    (``NodeArrays``)."""
+    flags = fits.view(np.uint8)
+    words = flags.view(np.uint64)  # 8 cards' 0/1 bytes each
+    cards = ((words * ONES_8) >> np.uint64(56)).sum(-1)
+    taken = (flags * compute.astype(np.uint8)).astype(np.uint16).view(np.uint64)
+    return cards, ((taken * ONES_16) >> np.uint64(48)).sum(-1)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 from resources.models import ResourceKind
 from resources.request import ResourceRequest
 
+from . import fragment_placement
 from .cluster import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
 
 # How many fitting nodes, in best-fit order, are scored before one is chosen:
@@ -188,12 +189,22 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
     of a node (reservations); ``refused`` tells that some node would have
     fitted without it.
     """
+    if cluster.workload is not None and view is None and not _several_shares(shape):
+        nodes = fragment_placement.choose(cluster, shape)
+        if nodes is None:
+            return Outcome(None)
+        return Outcome(tuple(fit_on_node(node, shape) for node in nodes))
     wanted = FRAGMENT_CANDIDATES if cluster.workload is not None else CANDIDATES
     scored, refused = _score_candidates(cluster, shape, view, max(wanted, shape.replicas))
     if len(scored) < shape.replicas:
         return Outcome(None, refused)
     scored.sort(key=lambda item: item[0])
     return Outcome(tuple(use for _score, use in scored[: shape.replicas]))
+
+
+def _several_shares(shape: Shape) -> bool:
+    """Virtual GPUs on several cards of a node: which cards, only the scalar path says."""
+    return shape.is_vgpu and shape.gpu_count > 1
 
 
 def _score_candidates(

@@ -1,0 +1,69 @@
+"""The cluster's nodes as numpy arrays, one row each, so that every node is scored at once.
+
+Fragmentation-aware placement scores every fitting node for every replica it places
+(``fragmentation.py``); a loop over a thousand ``NodeState``s in Python costs about
+a millisecond a replica, these arrays a tenth of that. Rows follow the node names, as
+best fit's last tie-break does. ``Cluster.allocate`` refreshes a node's row whenever
+it changes the node, so the arrays never disagree with the objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .cluster import FULL_CARD_PERCENT, NodeState
+
+
+class NodeArrays:
+    """Free CPU, memory, storage per node; free compute and memory per card (padding: 0,
+    and never wholly free)."""
+
+    def __init__(self, nodes: Sequence[NodeState]) -> None:
+        self.nodes = sorted(nodes, key=lambda node: node.name)
+        self.row = {node.pk: row for row, node in enumerate(self.nodes)}
+        self.models = sorted({node.model for node in self.nodes}, key=str)
+        self.model = np.array([self.models.index(node.model) for node in self.nodes], np.int64)
+        # Cards per row: a multiple of 8, so that sums go a machine word at a time.
+        count, width = len(self.nodes), max((len(n.cards) for n in self.nodes), default=0)
+        width = max(8, -(-width // 8) * 8)
+        self.cpu = np.zeros(count, np.int64)
+        self.memory = np.zeros(count, np.int64)
+        self.storage = np.zeros(count, np.int64)
+        self.compute = np.zeros((count, width), np.int64)
+        self.card_memory = np.zeros((count, width), np.int64)
+        self.card_size = np.zeros((count, width), np.int64)
+        self.card_index = np.full((count, width), -1, np.int64)
+        # Each node's fragmentation for ``fragmentation_of`` (a ``Workload``); -1: not known.
+        self.fragmentation = np.full(count, -1, np.int64)
+        self.fragmentation_of: object | None = None
+        for row in range(count):
+            self.refresh(self.nodes[row])
+
+    def refresh(self, node: NodeState) -> None:
+        """Copy ``node``'s free resources into its row."""
+        row = self.row[node.pk]
+        self.cpu[row], self.memory[row] = node.cpu_free, node.memory_free
+        self.storage[row] = node.storage_free
+        for column, card in enumerate(node.cards.values()):
+            self.compute[row, column] = card.compute_free
+            self.card_memory[row, column] = card.memory_free_mib
+            self.card_size[row, column] = card.memory_mib
+            self.card_index[row, column] = card.index
+        self.fragmentation[row] = -1
+
+    @property
+    def whole(self) -> np.ndarray:
+        """Per card: nobody holds any of it."""
+        return (
+            (self.compute == FULL_CARD_PERCENT)
+            & (self.card_memory == self.card_size)
+            & (self.card_index >= 0)
+        )
+
+    def models_mask(self, models: Sequence[str | None] | None) -> np.ndarray:
+        """Per node model: whether it is one of ``models`` (None: any)."""
+        if models is None:
+            return np.ones(len(self.models), bool)
+        return np.array([model in models for model in self.models])
