@@ -50,12 +50,17 @@ def main() -> None:
     args = parser.parse_args()
 
     django_setup()
+    from django.conf import settings
+
     with scratch_database("bench"):
         nodes = read_csv(args.trace / "openb_node_list_gpu_node.csv")
         tasks = read_csv(args.trace / "openb_pod_list_default.csv")
         print(f"trace: {len(nodes)} GPU nodes, {len(tasks)} tasks")
         for size in args.sizes:
-            replay(nodes, tasks, size, args.repeat)
+            for aware in (False, True):
+                settings.TRAINYARD_FRAGMENTATION_AWARE = aware
+                print(f"\n== placement: {'fragmentation-aware' if aware else 'best fit alone'}")
+                replay(nodes, tasks, size, args.repeat)
         quality(nodes, tasks)
 
 

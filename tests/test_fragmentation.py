@@ -11,7 +11,7 @@ import random
 
 from jobs.scheduler.cluster import CardState, Cluster, NodeState, Typical
 from jobs.scheduler.fragmentation import Workload
-from jobs.scheduler.placement import Shape, place
+from jobs.scheduler.placement import Outcome, Shape, place
 from resources.catalog import ModelCatalog
 from resources.models import ResourceKind
 
@@ -138,3 +138,32 @@ def test_scoring_every_node_at_once_chooses_as_scoring_them_one_by_one():
             arrays = cluster(*nodes, workload=workload)
             one_by_one = cluster(*nodes, workload=workload)
             assert place(arrays, shape) == place(one_by_one, shape, view=lambda n: n), shape
+
+
+def test_a_reservations_view_is_asked_of_the_nodes_it_names_and_scored_as_it_leaves_them():
+    nodes = [node(1, cards=[100, 100], cores=40), node(2, cards=[100, 100, 100], cores=40)]
+    workload = [whole()] * 10
+
+    def reserve_n2(keep: int):
+        """A view leaving n2 ``keep`` cores (a reservation holds the rest)."""
+
+        def view(state: NodeState) -> NodeState:
+            if state.pk != 2:
+                return state
+            narrowed = state.copy()
+            narrowed.cpu_free = keep * 1000
+            return narrowed
+
+        return view
+
+    for keep in (2, 4, 6, 40):
+        named, asked = reserve_n2(keep), reserve_n2(keep)
+        named.nodes = [2]
+        at_once = place(cluster(*nodes, workload=workload), whole(cores=4), named)
+        one_by_one = place(cluster(*nodes, workload=workload), whole(cores=4), asked)
+        assert at_once == one_by_one, keep
+    # Only n2 fits, and only without its reservation: refused by it.
+    alone = cluster(node(2, cards=[100], cores=40), workload=workload)
+    view = reserve_n2(2)
+    view.nodes = [2]
+    assert place(alone, whole(cores=4), view) == Outcome(None, refused=True)

@@ -296,3 +296,25 @@ def test_a_share_goes_where_it_strands_no_card(v100):
     run_pass()
 
     assert placement(share) == [("gpu-b", [0])]
+
+
+def test_the_pass_places_by_the_fragmentation_of_the_recent_jobs_workload(v100):
+    # The last jobs asked for one card and 4 cores. The CPU job fits both V100 nodes; best
+    # fit alone (its typical need per card taken from the queue: the P4 job's one core)
+    # takes the tighter CPU, big1, leaving its two free cards 2 cores: useless to the
+    # jobs that keep coming. The fragmentation they would see takes big2.
+    for _ in range(30):
+        JobFactory(gpu_model=v100, gpu_count=1, cpu_milli=4_000, state=Job.State.SUCCEEDED)
+    p4 = GpuModelFactory(name="P4")
+    NodeFactory(name="big1", gpu_model=v100, gpu_count=2, cpu_milli=14_000)
+    NodeFactory(name="big2", gpu_model=v100, gpu_count=2, cpu_milli=40_000)
+    NodeFactory(name="small", gpu_model=p4, gpu_count=1, cpu_milli=2_000)
+    JobFactory(gpu_model=p4, gpu_count=1, cpu_milli=1_000, memory_mib=1024)
+    cpu_job = JobFactory(
+        resource_kind="cpu", gpu_model=None, gpu_count=0, cpu_milli=12_000, memory_mib=1024
+    )
+
+    run_pass()
+
+    assert placement(cpu_job) == [("big2", [])]
+    assert_invariants()

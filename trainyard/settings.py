@@ -326,6 +326,10 @@ LOGGING = logging_config(
     routine_level=ROUTINE_LOG_LEVEL, root_level=os.environ.get("LOG_LEVEL", "INFO")
 )
 
+# Placement scores nodes by the fragmentation it adds for the recent jobs' shapes
+# (jobs/scheduler/workload.py); off: best fit alone.
+TRAINYARD_FRAGMENTATION_AWARE = env_bool("TRAINYARD_FRAGMENTATION_AWARE", True)
+
 # How often each agent samples its running attempts' CPU, memory, I/O and cards (seconds).
 TRAINYARD_USAGE_SAMPLE_SECONDS = float(os.environ.get("TRAINYARD_USAGE_SAMPLE_SECONDS", "10"))
 # Days samples are kept (one a minute after their first hour).

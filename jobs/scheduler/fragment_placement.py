@@ -10,6 +10,8 @@ among equals. ``placement`` builds what each chosen node takes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from .cluster import Cluster, NodeState, Typical
@@ -17,14 +19,18 @@ from .fragmentation import CardsAfter, grows_everywhere
 from .node_arrays import NodeArrays
 
 
-def choose(cluster: Cluster, shape) -> list[NodeState] | None:
+def choose(
+    cluster: Cluster, shape, narrowed: Mapping[int, NodeState] | None = None
+) -> list[NodeState] | None:
     """The nodes for ``shape.replicas`` replicas, best first; None if too few fit.
 
-    ``shape`` is a ``placement.Shape`` with whole cards, one virtual GPU, or none.
+    ``shape`` is a ``placement.Shape`` with whole cards, one virtual GPU, or none;
+    ``narrowed``: nodes (by pk) as the job may use them (what reservations leave), scored
+    and returned as such.
     """
     if cluster.arrays is None:
         cluster.arrays = NodeArrays(list(cluster.nodes.values()))
-    arrays = cluster.arrays
+    arrays = cluster.arrays.narrowed(narrowed) if narrowed else cluster.arrays
     after = _after(arrays, shape)
     if after is None or len(after.rows) < shape.replicas:
         return None

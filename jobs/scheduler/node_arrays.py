@@ -9,7 +9,8 @@ it changes the node, so the arrays never disagree with the objects.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +54,21 @@ class NodeArrays:
             self.card_index[row, column] = card.index
         self.fragmentation[row] = -1
 
+    def narrowed(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
+        """A copy where these nodes (by pk) are as given: what a reservation leaves of them.
+
+        Their rows' fragmentation is computed afresh; the others' is kept."""
+        narrowed = copy.copy(self)
+        for name in ("cpu", "memory", "storage", "compute", "card_memory", "card_size"):
+            setattr(narrowed, name, getattr(self, name).copy())
+        narrowed.card_index = self.card_index.copy()
+        narrowed.fragmentation = self.fragmentation.copy()
+        narrowed.nodes = list(self.nodes)
+        for node in nodes.values():
+            narrowed.nodes[self.row[node.pk]] = node
+            narrowed.refresh(node)
+        return narrowed
+
     @property
     def whole(self) -> np.ndarray:
         """Per card: nobody holds any of it."""
@@ -66,4 +82,4 @@ class NodeArrays:
         """Per node model: whether it is one of ``models`` (None: any)."""
         if models is None:
             return np.ones(len(self.models), bool)
-        return np.array([model in models for model in self.models])
+        return np.array([model in models for model in self.models], bool)

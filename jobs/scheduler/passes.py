@@ -45,6 +45,7 @@ from .reasons import (
 )
 from .reclaim import Claim, claim, make_claims, victims_nodes
 from .releases import load_releases
+from .workload import learn_workload
 from .writes import (
     Start,
     Waiting,
@@ -83,6 +84,8 @@ class SchedulingPass:
             jobs = in_fair_share_order(jobs, factors)
             lookahead.rank(factors)
         cluster.typical = typical_of(job.request for job in jobs)
+        if jobs:
+            learn_workload(cluster)
         scheduling = cls(now=now, cluster=cluster, jobs=jobs)
         scheduling.ran_on = previous_nodes(jobs)
         scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
@@ -304,6 +307,7 @@ class SchedulingPass:
                 usable = narrowed
             return usable
 
+        view.nodes = self.reservations_by_node.keys()
         return view
 
     def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:

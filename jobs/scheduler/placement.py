@@ -10,11 +10,11 @@ them (see ``fit_score``; measured on the Alibaba trace by
 ``bench/scheduler_trace.py``). A distributed job gets all its replicas on
 distinct nodes at once or nothing (gang).
 
-When the cluster knows its workload (``Cluster.workload``, ``fragmentation.py``),
-every fitting node is scored first by how much the placement fragments it for
-the workload's shapes (FGD), best fit breaking ties. The scheduler's pass does
-not set one yet: scoring every node in pure Python is ~30 times slower than best
-fit on the openb trace (``bench/placement_fgd.py``), too slow for its pass.
+When the cluster knows its workload (``Cluster.workload``: the pass learns it,
+``workload.py``), every fitting node is scored first by how much the placement
+fragments it for the workload's shapes (FGD, ``fragmentation.py``), best fit
+breaking ties, all nodes at once (``fragment_placement.py``) unless the view
+cannot say which nodes it narrows or a replica has several virtual GPUs.
 """
 
 from __future__ import annotations
@@ -86,7 +86,9 @@ class Outcome:
     refused: bool = False
 
 
-# What a job may use of a node: the node itself, or a narrower copy (see backfill).
+# What a job may use of a node: the node itself, or a narrower copy (see backfill). A view
+# may name the nodes it can narrow (its attribute ``nodes``): placement then asks it of those
+# alone and scores every other node as it is, at once (``fragment_placement``).
 View = Callable[[NodeState], NodeState]
 
 
@@ -189,10 +191,12 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
     of a node (reservations); ``refused`` tells that some node would have
     fitted without it.
     """
-    if cluster.workload is not None and view is None and not _several_shares(shape):
-        nodes = fragment_placement.choose(cluster, shape)
+    narrowed = _narrowed(cluster, view)
+    if cluster.workload is not None and narrowed is not None and not _several_shares(shape):
+        nodes = fragment_placement.choose(cluster, shape, narrowed)
         if nodes is None:
-            return Outcome(None)
+            refused = bool(narrowed) and fragment_placement.choose(cluster, shape) is not None
+            return Outcome(None, refused)
         return Outcome(tuple(fit_on_node(node, shape) for node in nodes))
     wanted = FRAGMENT_CANDIDATES if cluster.workload is not None else CANDIDATES
     scored, refused = _score_candidates(cluster, shape, view, max(wanted, shape.replicas))
@@ -200,6 +204,22 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
         return Outcome(None, refused)
     scored.sort(key=lambda item: item[0])
     return Outcome(tuple(use for _score, use in scored[: shape.replicas]))
+
+
+def _narrowed(cluster: Cluster, view: View | None) -> dict[int, NodeState] | None:
+    """The nodes ``view`` narrows, as it leaves them (empty without a view); None when the
+    view does not name the nodes it may narrow (``view.nodes``): each must be asked."""
+    if view is None:
+        return {}
+    candidates = getattr(view, "nodes", None)
+    if candidates is None:
+        return None
+    narrowed = {}
+    for pk in candidates:
+        node = cluster.nodes.get(pk)
+        if node is not None and (usable := view(node)) is not node:
+            narrowed[pk] = usable
+    return narrowed
 
 
 def _several_shares(shape: Shape) -> bool:
