@@ -10,7 +10,8 @@ from __future__ import annotations
 import random
 
 from jobs.scheduler.cluster import CardState, Cluster, NodeState, Typical
-from jobs.scheduler.fragmentation import Workload
+from jobs.scheduler.fragmentation import FEW_STALE, Workload, known_fragmentation
+from jobs.scheduler.node_arrays import NodeArrays
 from jobs.scheduler.placement import Outcome, Shape, place
 from resources.catalog import ModelCatalog
 from resources.models import ResourceKind
@@ -167,3 +168,26 @@ def test_a_reservations_view_is_asked_of_the_nodes_it_names_and_scored_as_it_lea
     view = reserve_n2(2)
     view.nodes = [2]
     assert place(alone, whole(cores=4), view) == Outcome(None, refused=True)
+
+
+def test_each_nodes_fragmentation_is_the_same_counted_one_by_one_or_all_at_once():
+    rng = random.Random(11)
+    nodes = [
+        node(
+            pk,
+            cards=[rng.choice([0, 20, 50, 80, 100]) for _ in range(rng.choice([1, 4, 8]))],
+            cores=rng.choice([1, 4, 16]),
+            memory_gib=rng.choice([4, 256]),
+        )
+        for pk in range(1, 41)
+    ]
+    workload = Workload.of(
+        [share(rng.choice([25, 50]), cores=rng.choice([1, 8])) for _ in range(20)]
+        + [whole(cards=rng.choice([1, 2, 8]), cores=rng.choice([2, 12])) for _ in range(20)]
+    )
+    arrays = NodeArrays(nodes)
+    assert len(nodes) > FEW_STALE  # all at once
+    at_once = known_fragmentation(workload, arrays)
+    assert [int(at_once[arrays.row[n.pk]]) for n in nodes] == [
+        workload.fragmentation(n) for n in nodes
+    ]

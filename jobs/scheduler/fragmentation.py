@@ -85,8 +85,8 @@ class Workload:
 
     def __init__(self, demands: Iterable[Demand]) -> None:
         self.demands = tuple(demands)
-        self.cpu_steps = np.array(sorted({d.cpu_milli for d in self.demands}), np.int64)
-        self.memory_steps = np.array(sorted({d.node_memory_mib for d in self.demands}), np.int64)
+        self.cpu_steps = sorted({d.cpu_milli for d in self.demands})
+        self.memory_steps = sorted({d.node_memory_mib for d in self.demands})
         # A node's CPU counts by its level, how many steps it reaches: a demand's need is
         # reached from the level of its own step.
         self._levels = [
@@ -233,17 +233,25 @@ class CardsAfter(NamedTuple):
 
 def grows_everywhere(workload: Workload, arrays: NodeArrays, after: CardsAfter) -> np.ndarray:
     """``Workload.grows`` for many nodes at once (``after`` from ``placement``)."""
-    before = _known_fragmentation(workload, arrays)[after.rows]
+    before = known_fragmentation(workload, arrays)[after.rows]
     return _fragmentation_of_rows(workload, arrays, after) - before
 
 
-def _known_fragmentation(workload: Workload, arrays: NodeArrays) -> np.ndarray:
+FEW_STALE = 8  # rows that ``Workload.fragmentation`` computes one by one
+
+
+def known_fragmentation(workload: Workload, arrays: NodeArrays) -> np.ndarray:
     """Every node's ``F`` now, computed for the rows changed since it was last asked."""
     if arrays.fragmentation_of is not workload:
         arrays.fragmentation_of = workload
         arrays.fragmentation[:] = -1
     stale = np.flatnonzero(arrays.fragmentation < 0)
-    if len(stale):
+    if len(stale) <= FEW_STALE:
+        # Most often the one node the last placement changed: its state is likely one seen
+        # before (``Workload.fragmentation`` remembers states), and arrays cost more here.
+        for row in stale:
+            arrays.fragmentation[row] = workload.fragmentation(arrays.nodes[row])
+    else:
         now = CardsAfter(
             stale,
             arrays.cpu[stale],

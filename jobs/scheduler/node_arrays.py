@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .cluster import FULL_CARD_PERCENT, NodeState
+from .cluster import NodeState
 
 
 class NodeArrays:
@@ -36,6 +36,8 @@ class NodeArrays:
         self.card_memory = np.zeros((count, width), np.int64)
         self.card_size = np.zeros((count, width), np.int64)
         self.card_index = np.full((count, width), -1, np.int64)
+        self.whole = np.zeros((count, width), bool)  # per card: nobody holds any of it
+        self._models_masks: dict = {}
         # Each node's fragmentation for ``fragmentation_of`` (a ``Workload``); -1: not known.
         self.fragmentation = np.full(count, -1, np.int64)
         self.fragmentation_of: object | None = None
@@ -52,6 +54,7 @@ class NodeArrays:
             self.card_memory[row, column] = card.memory_free_mib
             self.card_size[row, column] = card.memory_mib
             self.card_index[row, column] = card.index
+            self.whole[row, column] = card.whole_free
         self.fragmentation[row] = -1
 
     def narrowed(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
@@ -59,7 +62,7 @@ class NodeArrays:
 
         Their rows' fragmentation is computed afresh; the others' is kept."""
         narrowed = copy.copy(self)
-        for name in ("cpu", "memory", "storage", "compute", "card_memory", "card_size"):
+        for name in ("cpu", "memory", "storage", "compute", "card_memory", "card_size", "whole"):
             setattr(narrowed, name, getattr(self, name).copy())
         narrowed.card_index = self.card_index.copy()
         narrowed.fragmentation = self.fragmentation.copy()
@@ -69,17 +72,11 @@ class NodeArrays:
             narrowed.refresh(node)
         return narrowed
 
-    @property
-    def whole(self) -> np.ndarray:
-        """Per card: nobody holds any of it."""
-        return (
-            (self.compute == FULL_CARD_PERCENT)
-            & (self.card_memory == self.card_size)
-            & (self.card_index >= 0)
-        )
-
     def models_mask(self, models: Sequence[str | None] | None) -> np.ndarray:
         """Per node model: whether it is one of ``models`` (None: any)."""
-        if models is None:
-            return np.ones(len(self.models), bool)
-        return np.array([model in models for model in self.models], bool)
+        key = None if models is None else tuple(models)
+        if key not in self._models_masks:
+            self._models_masks[key] = np.array(
+                [models is None or model in models for model in self.models], bool
+            )
+        return self._models_masks[key]
