@@ -8,6 +8,8 @@ goes where the fragmentation grows least. In memory only: no database.
 from __future__ import annotations
 
 import random
+from collections import Counter
+from statistics import median_low
 
 from jobs.scheduler.cluster import CardState, Cluster, NodeState, Typical
 from jobs.scheduler.fragmentation import FEW_STALE, Workload, known_fragmentation
@@ -191,3 +193,12 @@ def test_each_nodes_fragmentation_is_the_same_counted_one_by_one_or_all_at_once(
     assert [int(at_once[arrays.row[n.pk]]) for n in nodes] == [
         workload.fragmentation(n) for n in nodes
     ]
+
+
+def test_a_workload_from_counted_shapes_is_the_workload_of_the_shapes_listed():
+    listed = [share(50)] * 3 + [share(50)._replace(memory_mib=9 * 1024)] * 4 + [whole()] * 2
+    counted = Counter(listed)
+    assert Workload.of(counted).demands == Workload.of(listed).demands
+    # Node memory is the median of the jobs', as statistics.median_low has it.
+    (share_demand,) = (d for d in Workload.of(counted).demands if not d.whole)
+    assert share_demand.node_memory_mib == median_low(s.memory_mib for s in listed[:7])

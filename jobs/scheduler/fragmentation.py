@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable
-from statistics import median_low
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -103,23 +102,26 @@ class Workload:
         self.total_count = sum(d.count for d in self.demands)
 
     @classmethod
-    def of(cls, shapes: Iterable) -> Workload | None:
-        """The workload of these replicas' shapes (``placement.Shape``s, each counted once
-        per replica); None without a GPU one. CPU-only shapes are left out: they leave
-        every card as it is, so they fragment every node alike and change no choice."""
+    def of(cls, shapes: Iterable | Mapping) -> Workload | None:
+        """The workload of these jobs' shapes (``placement.Shape``s, or a mapping of each
+        to how many jobs had it; each counted once per replica); None without a GPU one.
+        CPU-only shapes are left out: they leave every card as it is, so they fragment
+        every node alike and change no choice."""
+        jobs = shapes if isinstance(shapes, Mapping) else Counter(shapes)
         counts: Counter = Counter()
-        memory: dict = {}
-        for shape in shapes:
+        memory: dict[Demand, Counter] = {}
+        for shape, times in jobs.items():
             if demand := _demand_of(shape):
-                counts[demand] += shape.replicas
-                memory.setdefault(demand, []).append(shape.memory_mib)
+                counts[demand] += shape.replicas * times
+                memory.setdefault(demand, Counter())[shape.memory_mib] += times
         if not counts:
             return None
         wanted, covered, kept = COVERAGE * sum(counts.values()), 0, []
         for demand, count in counts.most_common():
             if covered >= wanted:
                 break
-            kept.append(demand._replace(count=count, node_memory_mib=median_low(memory[demand])))
+            median = _median_low(memory[demand])
+            kept.append(demand._replace(count=count, node_memory_mib=median))
             covered += count
         return cls(kept)
 
@@ -200,6 +202,16 @@ class Workload:
             )
             self._memo[key] = value
         return value
+
+
+def _median_low(values: Counter) -> int:
+    """``statistics.median_low`` of values given with how many times each occurs."""
+    middle = (sum(values.values()) - 1) // 2
+    for value in sorted(values):
+        middle -= values[value]
+        if middle < 0:
+            return value
+    raise ValueError("no values")
 
 
 def _cards(node: NodeState) -> tuple[CardKey, ...]:

@@ -10,7 +10,10 @@ placement is best fit alone.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.conf import settings
+from django.db.models import Count
 
 from jobs.models import Job
 from resources.quota import REQUEST_FIELDS, request_from_values
@@ -36,12 +39,19 @@ def learn_workload(cluster: Cluster) -> None:
     """
     if not settings.TRAINYARD_FRAGMENTATION_AWARE:
         return
-    rows = Job.objects.order_by("-pk").values_list(*REQUEST_FIELDS)[:RECENT_JOBS]
-    shapes = []
-    for values in rows:
+    recent = Job.objects.order_by("-pk").values("pk")[:RECENT_JOBS]
+    # Most recent jobs repeat a few requests: the database counts each once.
+    rows = (
+        Job.objects.filter(pk__in=recent)
+        .values_list(*REQUEST_FIELDS)
+        .annotate(times=Count("pk"))
+        .order_by()
+    )
+    shapes: Counter[Shape] = Counter()
+    for *values, times in rows:
         request = request_from_values(values, cluster.catalog)
         models = cluster.models_of(request.gpu_model.name if request.gpu_model else None)
-        shapes.append(Shape.of(request, models))
+        shapes[Shape.of(request, models)] += times
     cluster.workload = Workload.of(shapes)
     if cluster.workload is not None:
         cluster.typical = Typical()
