@@ -97,8 +97,7 @@ class Workload:
             for d in self.demands
         ]
         self._memo: dict[tuple, int] = {}
-        self._models_masks: dict[tuple, np.ndarray] = {}
-        self._hosted: dict[tuple, list] = {}
+        self._hosted: dict[tuple, Hosted] = {}
         self.total_count = sum(d.count for d in self.demands)
 
     @classmethod
@@ -125,13 +124,6 @@ class Workload:
             covered += count
         return cls(kept)
 
-    def models_mask(self, demand: Demand, arrays: NodeArrays) -> np.ndarray:
-        """Per model of ``arrays``: whether ``demand`` may run on it."""
-        key = (demand.models, tuple(arrays.models))
-        if key not in self._models_masks:
-            self._models_masks[key] = arrays.models_mask(demand.models)
-        return self._models_masks[key]
-
     def hosted_counts(self, arrays: NodeArrays) -> Hosted:
         """Per card need (a share's compute and memory, or a wholly free card): how many of
         the shapes with that need a node hosts, by [need, model, CPU level, memory level,
@@ -154,7 +146,7 @@ class Workload:
             for demand, cpu_needed, memory_needed in self._levels:
                 need = len(shares) if demand.whole else index[demand.percent, demand.memory_mib]
                 if demand.cards <= width:
-                    models = np.flatnonzero(self.models_mask(demand, arrays))
+                    models = np.flatnonzero(arrays.models_mask(demand.models))
                     counts[need, models, cpu_needed:, memory_needed:, demand.cards :] += (
                         demand.count
                     )

@@ -16,6 +16,19 @@ import numpy as np
 
 from .cluster import NodeState
 
+# What ``refresh`` writes of a node: copied whole when a narrowed view is made.
+ROW_ARRAYS = (
+    "cpu",
+    "memory",
+    "storage",
+    "compute",
+    "card_memory",
+    "card_size",
+    "card_index",
+    "whole",
+    "fragmentation",
+)
+
 
 class NodeArrays:
     """Free CPU, memory, storage per node; free compute and memory per card (padding: 0,
@@ -62,10 +75,8 @@ class NodeArrays:
 
         Their rows' fragmentation is computed afresh; the others' is kept."""
         narrowed = copy.copy(self)
-        for name in ("cpu", "memory", "storage", "compute", "card_memory", "card_size", "whole"):
+        for name in ROW_ARRAYS:
             setattr(narrowed, name, getattr(self, name).copy())
-        narrowed.card_index = self.card_index.copy()
-        narrowed.fragmentation = self.fragmentation.copy()
         narrowed.nodes = list(self.nodes)
         for node in nodes.values():
             narrowed.nodes[self.row[node.pk]] = node
