@@ -298,11 +298,16 @@ def test_a_share_goes_where_it_strands_no_card(v100):
     assert placement(share) == [("gpu-b", [0])]
 
 
-def test_the_pass_places_by_the_fragmentation_of_the_recent_jobs_workload(v100):
+@pytest.mark.parametrize(("aware", "node"), [(True, "big2"), (False, "big1")])
+def test_the_pass_places_by_the_fragmentation_of_the_recent_jobs_workload(
+    v100, settings, aware, node
+):
     # The last jobs asked for one card and 4 cores. The CPU job fits both V100 nodes; best
     # fit alone (its typical need per card taken from the queue: the P4 job's one core)
     # takes the tighter CPU, big1, leaving its two free cards 2 cores: useless to the
-    # jobs that keep coming. The fragmentation they would see takes big2.
+    # jobs that keep coming. The fragmentation they would see takes big2, unless the site
+    # turned it off (TRAINYARD_FRAGMENTATION_AWARE=0).
+    settings.TRAINYARD_FRAGMENTATION_AWARE = aware
     for _ in range(30):
         JobFactory(gpu_model=v100, gpu_count=1, cpu_milli=4_000, state=Job.State.SUCCEEDED)
     p4 = GpuModelFactory(name="P4")
@@ -316,5 +321,5 @@ def test_the_pass_places_by_the_fragmentation_of_the_recent_jobs_workload(v100):
 
     run_pass()
 
-    assert placement(cpu_job) == [("big2", [])]
+    assert placement(cpu_job) == [(node, [])]
     assert_invariants()
