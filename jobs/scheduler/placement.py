@@ -26,7 +26,6 @@ from typing import NamedTuple
 from resources.models import ResourceKind
 from resources.request import ResourceRequest
 
-from . import fragment_placement
 from .cluster import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
 
 # How many fitting nodes, in best-fit order, are scored before one is chosen:
@@ -189,6 +188,9 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
     """
     narrowed = _narrowed(cluster, view)
     if cluster.workload is not None and narrowed is not None and not _several_shares(shape):
+        # numpy is imported where a workload is known (the scheduler), not at every start-up.
+        from . import fragment_placement
+
         nodes = fragment_placement.choose(cluster, shape, narrowed)
         if nodes is None:
             refused = bool(narrowed) and fragment_placement.choose(cluster, shape) is not None

@@ -19,7 +19,6 @@ from jobs.models import Job
 from resources.quota import REQUEST_FIELDS, request_from_values
 
 from .cluster import Cluster, Typical
-from .fragmentation import Workload
 from .placement import Shape
 
 # Enough jobs for the shapes' frequencies to settle (the openb trace's 35 commonest shapes
@@ -39,6 +38,8 @@ def learn_workload(cluster: Cluster) -> None:
     """
     if not settings.TRAINYARD_FRAGMENTATION_AWARE:
         return
+    from .fragmentation import Workload  # numpy: loaded by the first pass, not at start-up
+
     recent = Job.objects.order_by("-pk").values("pk")[:RECENT_JOBS]
     # Most recent jobs repeat a few requests: the database counts each once.
     rows = (
