@@ -101,12 +101,15 @@ class Typical:
     cpu_milli_per_card: int = 12_000
     memory_mib_per_card: int = 56 * 1024
 
-    def stranded_percent(self, compute_free: int, cpu_free: int, memory_free: int) -> int:
-        """Free compute (percent) that CPU and memory left beside it cannot feed."""
-        fed = min(
+    def stranded_percent(self, compute_free, cpu_free, memory_free, minimum=min):
+        """Free compute (percent) that CPU and memory left beside it cannot feed; of many
+        nodes at once with arrays and ``minimum=numpy.minimum``."""
+        fed = minimum(
             compute_free,
-            100 * cpu_free // self.cpu_milli_per_card,
-            100 * memory_free // self.memory_mib_per_card,
+            minimum(
+                100 * cpu_free // self.cpu_milli_per_card,
+                100 * memory_free // self.memory_mib_per_card,
+            ),
         )
         return compute_free - fed
 

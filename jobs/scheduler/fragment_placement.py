@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .cluster import Cluster, NodeState, Typical
+from .cluster import Cluster, NodeState
 from .fragmentation import CardsAfter, grows_everywhere
 from .node_arrays import NodeArrays
 
@@ -37,11 +37,11 @@ def choose(
     grows = grows_everywhere(cluster.workload, arrays, after)
     whole_left = after.whole.sum(1)
     compute_left = after.compute.sum(1)
-    stranded = _stranded(cluster.typical, compute_left, after.cpu, after.memory) - _stranded(
-        cluster.typical,
-        arrays.compute[after.rows].sum(1),
-        arrays.cpu[after.rows],
-        arrays.memory[after.rows],
+    typical, rows = cluster.typical, after.rows
+    stranded = typical.stranded_percent(
+        compute_left, after.cpu, after.memory, np.minimum
+    ) - typical.stranded_percent(
+        arrays.compute[rows].sum(1), arrays.cpu[rows], arrays.memory[rows], np.minimum
     )
     first, second = (whole_left, stranded) if shape.whole_cards else (stranded, whole_left)
     # np.lexsort sorts by its last key first: growth, then best fit's order, then the name.
@@ -85,14 +85,3 @@ def _after(arrays, shape) -> CardsAfter | None:
         whole[everyone, column] = False
     cpu = arrays.cpu[rows] - shape.cpu_milli
     return CardsAfter(rows, cpu, arrays.memory[rows] - shape.memory_mib, compute, memory, whole)
-
-
-def _stranded(typical: Typical, compute: np.ndarray, cpu: np.ndarray, memory: np.ndarray):
-    """``Typical.stranded_percent`` of many nodes."""
-    fed = np.minimum(
-        compute,
-        np.minimum(
-            100 * cpu // typical.cpu_milli_per_card, 100 * memory // typical.memory_mib_per_card
-        ),
-    )
-    return compute - fed
