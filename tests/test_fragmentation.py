@@ -143,6 +143,43 @@ def test_scoring_every_node_at_once_chooses_as_scoring_them_one_by_one():
             assert place(arrays, shape) == place(one_by_one, shape, view=lambda n: n), shape
 
 
+def test_scores_kept_between_placements_choose_as_scoring_afresh_each_time():
+    # A pass places many replicas on one cluster: what fragment_placement keeps per shape
+    # must follow every allocation and release, with and without a reservation's view.
+    rng = random.Random(3)
+    nodes = [
+        node(pk, cards=[100] * rng.choice([2, 4, 8]), cores=rng.choice([8, 16, 40]))
+        for pk in range(1, 16)
+    ]
+    workload = [share(rng.choice([25, 50])) for _ in range(6)] + [whole()] * 6
+    kept = cluster(*nodes, workload=workload)
+    shapes = [whole(), whole(cards=2), share(30), share(60), cpu_only(3), whole(replicas=2)]
+    placed = []
+    for step in range(120):
+        shape = rng.choice(shapes)
+        view = None
+        if step % 7 == 0:
+            held = rng.randrange(1, 16)
+
+            def view(state: NodeState, held=held) -> NodeState:
+                if state.pk != held:
+                    return state
+                narrowed = state.copy()
+                narrowed.cpu_free = min(narrowed.cpu_free, 2000)
+                return narrowed
+
+            view.nodes = [held]
+        fresh = cluster(*(n.copy() for n in kept.nodes.values()), workload=workload)
+        outcome = place(kept, shape, view)
+        assert outcome == place(fresh, shape, view or (lambda n: n)), step
+        if outcome.uses is not None:
+            for use in outcome.uses:
+                kept.allocate(use)
+                placed.append(use)
+        if placed and step % 3 == 0:
+            kept.allocate(placed.pop(rng.randrange(len(placed))), sign=-1)
+
+
 def test_a_reservations_view_is_asked_of_the_nodes_it_names_and_scored_as_it_leaves_them():
     nodes = [node(1, cards=[100, 100], cores=40), node(2, cards=[100, 100, 100], cores=40)]
     workload = [whole()] * 10

@@ -16,7 +16,7 @@ import numpy as np
 
 from .cluster import NodeState
 
-# What ``refresh`` writes of a node: copied whole when a narrowed view is made.
+# What ``refresh`` writes of a node: made afresh for a subset's rows.
 ROW_ARRAYS = (
     "cpu",
     "memory",
@@ -27,6 +27,7 @@ ROW_ARRAYS = (
     "card_index",
     "whole",
     "fragmentation",
+    "version",
 )
 
 
@@ -54,6 +55,11 @@ class NodeArrays:
         # Each node's fragmentation for ``fragmentation_of`` (a ``Workload``); -1: not known.
         self.fragmentation = np.full(count, -1, np.int64)
         self.fragmentation_of: object | None = None
+        # How many times each row changed: what was scored of a row is good while it holds.
+        self.version = np.zeros(count, np.int64)
+        # Scores kept between placements by ``fragment_placement`` (per shape), and for what.
+        self.scores: dict = {}
+        self.scores_of: object | None = None
         for row in range(count):
             self.refresh(self.nodes[row])
 
@@ -69,19 +75,24 @@ class NodeArrays:
             self.card_index[row, column] = card.index
             self.whole[row, column] = card.whole_free
         self.fragmentation[row] = -1
+        self.version[row] += 1
 
-    def narrowed(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
-        """A copy where these nodes (by pk) are as given: what a reservation leaves of them.
-
-        Their rows' fragmentation is computed afresh; the others' is kept."""
-        narrowed = copy.copy(self)
+    def subset(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
+        """Arrays of these nodes alone (by pk), as given (what a reservation leaves of them),
+        in row order; the same models and card width, so the workload's tables serve both."""
+        subset = copy.copy(self)
+        subset.nodes = sorted(nodes.values(), key=lambda node: self.row[node.pk])
+        subset.row = {node.pk: row for row, node in enumerate(subset.nodes)}
+        rows = [self.row[node.pk] for node in subset.nodes]
+        subset.model = self.model[rows]
         for name in ROW_ARRAYS:
-            setattr(narrowed, name, getattr(self, name).copy())
-        narrowed.nodes = list(self.nodes)
-        for node in nodes.values():
-            narrowed.nodes[self.row[node.pk]] = node
-            narrowed.refresh(node)
-        return narrowed
+            array = getattr(self, name)
+            setattr(subset, name, np.zeros((len(rows), *array.shape[1:]), array.dtype))
+        subset.card_index[:] = -1
+        subset.fragmentation_of, subset.scores = None, {}
+        for node in subset.nodes:
+            subset.refresh(node)
+        return subset
 
     def models_mask(self, models: Sequence[str | None] | None) -> np.ndarray:
         """Per node model: whether it is one of ``models`` (None: any)."""

@@ -162,6 +162,16 @@ def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) 
     return (newly_stranded, whole_left, compute_left, cpu_left, node.name)
 
 
+def fragment_keys(cluster: Cluster, node: NodeState, shape: Shape) -> tuple | None:
+    """How much ``F`` of ``node`` grows if it takes a replica of ``shape``, then
+    ``fit_score`` without the name; None if it does not fit (``fragment_placement``)."""
+    use = fit_on_node(node, shape)
+    if use is None:
+        return None
+    score = fit_score(node, use, shape, cluster.typical)
+    return (cluster.workload.grows(node, use), *score[:-1])
+
+
 def best_fit_order(cluster: Cluster, shape: Shape) -> Iterator[Iterable[NodeState]]:
     """Groups of candidate nodes, best fit first, each node at most once."""
     if shape.is_vgpu and shape.gpu_count == 1 and shape.models is not None:
@@ -191,9 +201,11 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
         # numpy is imported where a workload is known (the scheduler), not at every start-up.
         from . import fragment_placement
 
-        nodes = fragment_placement.choose(cluster, shape, narrowed)
+        nodes = fragment_placement.choose(cluster, shape, fragment_keys, narrowed)
         if nodes is None:
-            refused = bool(narrowed) and fragment_placement.choose(cluster, shape) is not None
+            refused = bool(narrowed) and (
+                fragment_placement.choose(cluster, shape, fragment_keys) is not None
+            )
             return Outcome(None, refused)
         return Outcome(tuple(fit_on_node(node, shape) for node in nodes))
     # With a workload, every fitting node: the first 64 in best-fit order alone allocate
