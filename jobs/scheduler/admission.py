@@ -143,9 +143,10 @@ class Quotas:
     def give_back(self, owner_id: int, job_id: int) -> None:
         """Stop counting a job that ends (the start forecast's simulated ends)."""
         holdings = self.holdings.get(owner_id, [])
-        for holding in holdings:
+        for at, holding in enumerate(holdings):
             if holding.job_id == job_id:
-                holdings.remove(holding)
+                # By place: ``remove`` would compare whole holdings, field by field.
+                del holdings[at]
                 self._answers.pop(owner_id, None)
                 totals = (self.borrowed if holding.borrowed else self.usage)[owner_id]
                 for key, amount in holding.vector.items():
