@@ -254,8 +254,9 @@ class Reason:
             return cls(value["code"], dict(value.get("params") or {}))
         return cls("text", {"text": str(value or "")})
 
-    @property
+    @cached_property
     def json_params(self) -> dict:
+        """The parameters as JSON keeps them (reasons are not changed once made)."""
         return {key: _plain(value) for key, value in self.params.items()}
 
     def as_json(self) -> dict:

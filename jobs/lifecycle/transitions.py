@@ -128,9 +128,9 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
     names = sorted(transitions[0].fields)
     if any(sorted(t.fields) != names for t in transitions):
         raise ValueError("every transition of one call must set the same fields")
+    columns = {id(t): _reason_columns(t.reason) for t in transitions}
     rows = [
-        (t.job_id, t.from_state, t.to_state, *_reason_columns(t.reason))
-        + tuple(t.fields[n] for n in names)
+        (t.job_id, t.from_state, t.to_state, *columns[id(t)]) + tuple(t.fields[n] for n in names)
         for t in transitions
     ]
     with transaction.atomic():
@@ -163,7 +163,7 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
                 "data",
             ],
             rows=[
-                (t.job_id, now, t.from_state, t.to_state, *_reason_columns(t.reason), t.data)
+                (t.job_id, now, t.from_state, t.to_state, *columns[id(t)], t.data)
                 for t in with_event
             ],
         )
