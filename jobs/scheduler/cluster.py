@@ -169,6 +169,8 @@ class Cluster:
         """The same nodes, to allocate on without touching these (the start forecast)."""
         copy = Cluster([node.copy() for node in self.nodes.values()], self.catalog, self.typical)
         copy.workload = self.workload
+        if self.arrays is not None:
+            copy.arrays = self.arrays.copy_for(copy.nodes)
         return copy
 
     @classmethod

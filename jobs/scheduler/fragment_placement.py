@@ -50,6 +50,15 @@ class Scores:
         self.fits = np.zeros(count, bool)
         self.keys = np.zeros((KEYS, count), np.int64)
 
+    def copy(self) -> Scores:
+        other = Scores(0)
+        other.version, other.fits, other.keys = (
+            self.version.copy(),
+            self.fits.copy(),
+            self.keys.copy(),
+        )
+        return other
+
     def update(self, cluster: Cluster, arrays: NodeArrays, shape, score_node: ScoreNode) -> None:
         stale = np.flatnonzero(self.version != arrays.version)
         if len(stale) > FEW_ROWS:

@@ -77,6 +77,16 @@ class NodeArrays:
         self.fragmentation[row] = -1
         self.version[row] += 1
 
+    def copy_for(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
+        """These arrays, and the scores kept on them, for copies of the nodes (by pk): to
+        change apart (the start forecast's cluster)."""
+        other = copy.copy(self)
+        for name in ROW_ARRAYS:
+            setattr(other, name, getattr(self, name).copy())
+        other.nodes = [nodes[node.pk] for node in self.nodes]
+        other.scores = {key: scores.copy() for key, scores in self.scores.items()}
+        return other
+
     def subset(self, nodes: Mapping[int, NodeState]) -> NodeArrays:
         """Arrays of these nodes alone (by pk), as given (what a reservation leaves of them),
         in row order; the same models and card width, so the workload's tables serve both."""
