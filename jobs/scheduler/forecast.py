@@ -25,10 +25,11 @@ import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
 
 from .admission import Quotas
 from .backfill import Release, ends_at
-from .cluster import Cluster, ReplicaUse
+from .cluster import Cluster
 from .queue import WaitingJob
 from .writes import Start
 
@@ -78,7 +79,7 @@ class _Holder:
     job_id: int
     owner_id: int | None
     end: datetime | None  # the max run time's end, for the scheduler's reservations
-    uses: list[tuple[ReplicaUse, int]] = field(default_factory=list)  # (use, release order)
+    releases: list[Release] = field(default_factory=list)  # what it holds, as the scheduler plans
 
 
 def forecast_starts(
@@ -147,7 +148,7 @@ class _Replay:
                 owner = owners.pop(job_id, (None, None))[0]
                 holder = self.holders[job_id] = _Holder(job_id, owner, release.end)
                 likely[job_id] = release.likely_end
-            holder.uses.append((release.use, release.order))
+            holder.releases.append(release)
             self.order = max(self.order, release.order + 1)
         # Jobs holding quota but no ready node: their quota frees at their max run time.
         for job_id, (owner, holding) in owners.items():
@@ -160,17 +161,13 @@ class _Replay:
 
     def releases(self) -> list[Release]:
         """What is held now, ending at its max run time: what the scheduler plans with."""
-        return [
-            Release(holder.end, order, use, holder.job_id)
-            for holder in self.holders.values()
-            for use, order in holder.uses
-        ]
+        return list(chain.from_iterable(holder.releases for holder in self.holders.values()))
 
     def hold(self, start: Start, moment: datetime) -> None:
         job = start.job
         holder = _Holder(job.pk, job.owner_id, ends_at(moment, job.max_runtime_minutes))
         for use in start.uses:
-            holder.uses.append((use, self.order))
+            holder.releases.append(Release(holder.end, self.order, use, job.pk))
             self.order += 1
         self.holders[job.pk] = holder
         seconds = job.likely_seconds
@@ -191,9 +188,9 @@ class _Replay:
         while self.ends and self.ends[0][0] < until:
             moment, job_id = heapq.heappop(self.ends)
             holder = self.holders.pop(job_id)
-            for use, _release_order in holder.uses:
-                if use.node_pk in self.cluster.nodes:
-                    self.cluster.allocate(use, -1)
+            for release in holder.releases:
+                if release.use.node_pk in self.cluster.nodes:
+                    self.cluster.allocate(release.use, -1)
             if holder.owner_id is not None:
                 self.quotas.give_back(holder.owner_id, job_id)
         return moment
