@@ -15,6 +15,7 @@ nodes whose running jobs started longest ago, so that it is not starved.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import NamedTuple
@@ -59,6 +60,11 @@ class Reservation:
         return self.shadow is not None and ends_at is not None and ends_at <= self.shadow
 
 
+def release_order(release: Release) -> tuple:
+    """Sorts releases as they end: the soonest first, unknown ends last, then as loaded."""
+    return (release.end is None, release.end or datetime.max, release.order)
+
+
 def ends_at(now: datetime, max_runtime_minutes: int | None) -> datetime | None:
     return None if max_runtime_minutes is None else now + timedelta(minutes=max_runtime_minutes)
 
@@ -68,13 +74,14 @@ def plan_reservation(
     cluster: Cluster,
     shape: Shape,
     job_id: int,
-    releases: list[Release],
+    releases: Iterable[Release],
     excluded: set[int],
 ) -> Reservation | None:
     """Where and when the blocked ``shape`` starts if nothing else starts first.
 
-    Nodes already reserved for an earlier head (``excluded``) are not offered.
-    None when the job does not fit even once everything running has ended.
+    ``releases`` in the order they end (``release_order``); nodes already reserved for an
+    earlier head (``excluded``) are not offered. None when the job does not fit even once
+    everything running has ended.
     """
     candidates = {
         pk: node for pk, node in cluster.nodes.items() if pk not in excluded and shape.admits(node)
@@ -83,8 +90,7 @@ def plan_reservation(
     fitting = {pk for pk, node in candidates.items() if fit_on_node(node, shape)}
     if len(fitting) >= shape.replicas:
         return None  # it was held back by something else (ports), not by nodes
-    ordered = sorted(releases, key=lambda r: (r.end is None, r.end or datetime.max, r.order))
-    for release in ordered:
+    for release in releases:
         pk = release.use.node_pk
         if pk not in candidates:
             continue

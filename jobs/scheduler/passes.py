@@ -14,8 +14,9 @@ quota may borrow what is still idle, where no job within its quota waits.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -26,7 +27,7 @@ from jobs.models import Job
 from resources.catalog import ModelCatalog
 
 from .admission import Quotas
-from .backfill import Release, Reservation, ends_at, plan_reservation
+from .backfill import Release, Reservation, ends_at, plan_reservation, release_order
 from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
 from .cluster import Cluster, NodeState, ReplicaUse, typical_of
 from .explain import waiting_changes
@@ -121,6 +122,7 @@ class SchedulingPass:
         self._ports: PortPool | None = None
         self._load_releases = releases or partial(load_releases, cluster, now)
         self._releases: list[Release] | None = None
+        self._ordered: list[Release] | None = None  # ``_releases`` as they end
         self._pending_releases: list[Release] = []
         self.live = ports
         self.ran_on: dict[int, list[tuple[int, str]]] = {}  # requeued job -> checkpoint nodes
@@ -346,7 +348,7 @@ class SchedulingPass:
             cluster=self.cluster,
             shape=shape,
             job_id=job.pk,
-            releases=self.releases(),
+            releases=self.releases_in_order(),
             excluded=set(self.reservations_by_node),
         )
         if reservation is not None:
@@ -376,6 +378,15 @@ class SchedulingPass:
         if self._releases is None:
             self._releases = self._load_releases()
         return self._releases + self._pending_releases
+
+    def releases_in_order(self) -> Iterator[Release]:
+        """``releases`` in the order they end (``release_order``), as they are wanted: the
+        loaded ones sorted once a pass, not for every reservation planned."""
+        self.releases()
+        if self._ordered is None:
+            self._ordered = sorted(self._releases, key=release_order)
+        pending = sorted(self._pending_releases, key=release_order)
+        return heapq.merge(self._ordered, pending, key=release_order)
 
     def waiting_changes(self) -> list[Waiting]:
         """Each job left waiting: its state, reason, position and estimated start."""
