@@ -111,8 +111,8 @@ class Lookahead:
         """The models Slurm may place a job of ``shape`` on (those its quota admits, of a
         ``*`` model the members that nodes serve); none when Trainyard places it: some are
         served by local-agent nodes too, or it is no job of whole cards."""
-        if not shape.models or None in shape.models or shape.whole_cards < 1:
-            return []
+        if not self.cards or not shape.models or None in shape.models or shape.whole_cards < 1:
+            return []  # (no model is Slurm's alone, as at a site without Slurm: at once)
         models = [model for model in shape.models if model in self.served]
         if not models or any(model not in self.cards for model in models):
             return []
