@@ -15,6 +15,8 @@ nodes whose running jobs started longest ago, so that it is not starved.
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -63,6 +65,22 @@ class Reservation:
 def release_order(release: Release) -> tuple:
     """Sorts releases as they end: the soonest first, unknown ends last, then as loaded."""
     return (release.end is None, release.end or datetime.max, release.order)
+
+
+def merged(ordered: list[Release], more: list[Release]) -> list[Release]:
+    """Two lists in ``release_order`` as one. A few more are put in their places by search
+    (a few keys made, not one for every release held); many, by a merge."""
+    if len(more) * max(1, len(ordered)).bit_length() > len(ordered):
+        return list(heapq.merge(ordered, more, key=release_order))
+    result: list[Release] = []
+    start = 0
+    for release in more:
+        at = bisect_right(ordered, release_order(release), lo=start, key=release_order)
+        result += ordered[start:at]
+        result.append(release)
+        start = at
+    result += ordered[start:]
+    return result
 
 
 def ends_at(now: datetime, max_runtime_minutes: int | None) -> datetime | None:

@@ -22,13 +22,13 @@ others, and those waiting on something whose end is unknown, get None.
 from __future__ import annotations
 
 import heapq
+from bisect import insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from itertools import chain
 
 from .admission import Quotas
-from .backfill import Release, ends_at
+from .backfill import Release, ends_at, merged, release_order
 from .cluster import Cluster
 from .queue import WaitingJob
 from .writes import Start
@@ -158,16 +158,24 @@ class _Replay:
         for job_id, end in likely.items():
             if end is not None:
                 heapq.heappush(self.ends, (end, job_id))
+        # What is held, in the order it ends (sorted once); what the replay started, too.
+        self._ordered = sorted(releases, key=release_order)
+        self._added: list[Release] = []
 
     def releases(self) -> list[Release]:
-        """What is held now, ending at its max run time: what the scheduler plans with."""
-        return list(chain.from_iterable(holder.releases for holder in self.holders.values()))
+        """What is held now, ending at its max run time, in that order: what the scheduler
+        plans with. (What ended is dropped for good: a job holds once.)"""
+        held = self.holders
+        self._ordered = [release for release in self._ordered if release.job_id in held]
+        self._added = [release for release in self._added if release.job_id in held]
+        return merged(self._ordered, self._added)
 
     def hold(self, start: Start, moment: datetime) -> None:
         job = start.job
         holder = _Holder(job.pk, job.owner_id, ends_at(moment, job.max_runtime_minutes))
         for use in start.uses:
             holder.releases.append(Release(holder.end, self.order, use, job.pk))
+            insort(self._added, holder.releases[-1], key=release_order)
             self.order += 1
         self.holders[job.pk] = holder
         seconds = job.likely_seconds

@@ -103,8 +103,8 @@ class SchedulingPass:
         releases: Callable[[], list[Release]] | None = None,
         ports: bool = True,
     ) -> None:
-        """``quotas``, ``releases`` and ``ports=False``: a pass the start forecast replays
-        (which neither preempts nor borrows)."""
+        """``quotas``, ``releases`` (what is held, in the order it ends) and ``ports=False``:
+        a pass the start forecast replays (which neither preempts nor borrows)."""
         self.now = now
         self.catalog = cluster.catalog
         self.cluster = cluster
@@ -122,7 +122,6 @@ class SchedulingPass:
         self._ports: PortPool | None = None
         self._load_releases = releases or partial(load_releases, cluster, now)
         self._releases: list[Release] | None = None
-        self._ordered: list[Release] | None = None  # ``_releases`` as they end
         self._pending_releases: list[Release] = []
         self.live = ports
         self.ran_on: dict[int, list[tuple[int, str]]] = {}  # requeued job -> checkpoint nodes
@@ -381,12 +380,10 @@ class SchedulingPass:
 
     def releases_in_order(self) -> Iterator[Release]:
         """``releases`` in the order they end (``release_order``), as they are wanted: the
-        loaded ones sorted once a pass, not for every reservation planned."""
+        loaded ones come in that order, this pass's starts are merged in."""
         self.releases()
-        if self._ordered is None:
-            self._ordered = sorted(self._releases, key=release_order)
         pending = sorted(self._pending_releases, key=release_order)
-        return heapq.merge(self._ordered, pending, key=release_order)
+        return heapq.merge(self._releases, pending, key=release_order)
 
     def waiting_changes(self) -> list[Waiting]:
         """Each job left waiting: its state, reason, position and estimated start."""
