@@ -76,11 +76,16 @@ def quota_holdings_for(
         # Not started yet inside Slurm: the member it was submitted for.
         placed_on.setdefault(job_id, []).append(catalog.name_of(model_id or submitted_for))
     holdings: dict[int, list[Holding]] = {}
+    # Running jobs are mostly alike: each (request, models) is charged once.
+    charged: dict[tuple, ResourceVector] = {}
     for job_id, owner_id, started_at, max_runtime, borrowed, *request_values in rows:
-        request = request_from_values(request_values, catalog)
-        requested = request.gpu_model.name if request.gpu_model else None
-        physical = placed_on.get(job_id) or [requested] * request.replicas
-        vector = charged_vector(request, physical=physical, catalog=catalog)
+        key = (*request_values, *placed_on.get(job_id, ()))
+        vector = charged.get(key)
+        if vector is None:
+            request = request_from_values(request_values, catalog)
+            requested = request.gpu_model.name if request.gpu_model else None
+            physical = placed_on.get(job_id) or [requested] * request.replicas
+            vector = charged[key] = charged_vector(request, physical=physical, catalog=catalog)
         holdings.setdefault(owner_id, []).append(
             Holding(job_id, vector, started_at, max_runtime, borrowed)
         )
