@@ -129,6 +129,33 @@ def plan_reservation(
     return None
 
 
+def reservations_view(
+    reservations_by_node: dict[int, list[Reservation]],
+    ends: datetime | None,
+    refusing: list[Reservation],
+    job_id: int,
+):
+    """A placement view (``placement.View``): what the reservations (but job ``job_id``'s
+    own) leave of a node to a job ending at ``ends``; None without any. Each reservation
+    that narrowed a node is added to ``refusing``."""
+    if not reservations_by_node:
+        return None
+
+    def view(node: NodeState) -> NodeState:
+        usable = node
+        for reservation in reservations_by_node.get(node.pk, ()):
+            if reservation.job_id == job_id:
+                continue
+            narrowed = reservation.narrow(usable, ends)
+            if narrowed is not usable:
+                refusing.append(reservation)
+            usable = narrowed
+        return usable
+
+    view.nodes = reservations_by_node.keys()
+    return view
+
+
 def _smaller_of(node: NodeState, other: NodeState) -> NodeState:
     """A copy of ``node`` with, for each resource and card, the lesser free amount."""
     narrowed = node.copy()

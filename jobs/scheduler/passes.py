@@ -27,9 +27,16 @@ from jobs.models import Job
 from resources.catalog import ModelCatalog
 
 from .admission import Quotas
-from .backfill import Release, Reservation, ends_at, plan_reservation, release_order
+from .backfill import (
+    Release,
+    Reservation,
+    ends_at,
+    plan_reservation,
+    release_order,
+    reservations_view,
+)
 from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
-from .cluster import Cluster, NodeState, ReplicaUse, typical_of
+from .cluster import Cluster, ReplicaUse, typical_of
 from .explain import waiting_changes
 from .forecast import likely_end
 from .lookahead import Lookahead, submit_for_slurm
@@ -293,23 +300,8 @@ class SchedulingPass:
 
     def narrowing(self, ends, refusing: list[Reservation], job_id: int):
         """What the other jobs' reservations leave of a node to job ``job_id`` ending at
-        ``ends`` (None: all)."""
-        if not self.reservations_by_node:
-            return None
-
-        def view(node: NodeState) -> NodeState:
-            usable = node
-            for reservation in self.reservations_by_node.get(node.pk, ()):
-                if reservation.job_id == job_id:
-                    continue
-                narrowed = reservation.narrow(usable, ends)
-                if narrowed is not usable:
-                    refusing.append(reservation)
-                usable = narrowed
-            return usable
-
-        view.nodes = self.reservations_by_node.keys()
-        return view
+        ``ends`` (None: all); those that narrowed a node are added to ``refusing``."""
+        return reservations_view(self.reservations_by_node, ends, refusing, job_id)
 
     def _failed_before(self, shape: Shape, max_runtime: int | None) -> Reason | str | None:
         """The reason a shape failed earlier in this pass, if it must fail again.
