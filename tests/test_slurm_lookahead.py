@@ -11,10 +11,11 @@ import pytest
 from django.utils import timezone
 
 from jobs.execution.replica.folder import AttemptFolder
-from jobs.execution.slurm import cli
+from jobs.execution.slurm import cli, submit
 from jobs.execution.slurm.submit import PLAN
 from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
+from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop
 from resources.models import Allocation, Node
 from resources.services import node_set_state
@@ -88,6 +89,30 @@ def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
     light_began = began.pop(light_job.pk)
     later = sum(1 for moment in began.values() if moment > light_began)
     assert later >= 25, f"only {later} of the heavy user's 50 jobs started after it"
+
+
+def test_a_job_whose_nodes_all_close_before_its_sbatch_waits_again_instead_of_failing(slurm):
+    """Admitted into Slurm's look-ahead, then every V100 node closed by Trainyard (an
+    admin's drain, or keepers that could not isolate) before its ``sbatch`` ran: Slurm
+    refuses a request that excludes every node it has. The platform closed them, not
+    the job asked the impossible: it goes back to the queue, its retries untouched,
+    and waits for a node to open (a burst on a fresh site lost 200 jobs this way)."""
+    job = gpu_job("true", max_retries=0)
+    run_pass()  # admitted: starting, but nothing launches it
+    # What the launch does before it hands the attempt to the Slurm executor.
+    replica = Replica.objects.get(job=job)
+    attempt = ReplicaAttempt.objects.create(replica=replica, number=1, node=replica.node)
+    assert attempt.node is None  # Slurm places it
+    for node in slurm.nodes:
+        node_set_state(node=node, state=Node.State.DRAINING, reason="Maintenance")
+
+    submit.submit_attempts([attempt.pk])
+
+    job = Job.objects.get(pk=job.pk)
+    assert job.state == Job.State.RESOURCE_WAIT, job.state_reason
+    assert job.attempt == 2
+    [attempt] = attempts_of(job)[:1]
+    assert attempt.platform_fault and "Requested node configuration" in attempt.reason
 
 
 def test_a_job_slurm_placed_is_stopped_and_gives_back_its_cards(slurm):
