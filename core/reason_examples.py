@@ -138,5 +138,6 @@ EXAMPLES = {
     "slurm.cancelled": {},
     "slurm.peer": {"index": 1},
     "slurm.refused": {"message": "—"},
+    "slurm.nodes_closed": {"message": "—"},
     "slurm.unreachable": {},
 }

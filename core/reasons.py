@@ -230,6 +230,10 @@ MESSAGES = {
     "slurm.cancelled": _("Cancelled in Slurm."),
     "slurm.peer": _("Stopped with its peers after replica %(index)d failed."),
     "slurm.refused": _("Slurm refused the job: %(message)s"),
+    "slurm.nodes_closed": _(
+        "Slurm refused the job because every node of its GPU model is closed in Trainyard: "
+        "%(message)s"
+    ),
     "slurm.unreachable": _("Waiting for the Slurm controller to answer; Trainyard keeps trying."),
 }
 

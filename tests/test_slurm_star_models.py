@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.execution.slurm import submit
+from jobs.execution.slurm import eligible, submit
 from jobs.models import Job, Replica
 from jobs.quota_usage import quota_holdings_for
 from jobs.scheduler import run_pass
@@ -86,9 +86,9 @@ def test_the_sbatch_request_is_for_the_member_and_keeps_off_other_models_untyped
     job = JobFactory(gpu_model=star, gpu_count=2)
     request = submit._request(job, small.pk)
     assert request.gres == "gpu:2"  # no Slurm type maps to V100-16G yet
-    assert submit._avoid(request, small.pk) == ["gpu03"]
+    assert eligible.avoided_nodes(request, small.pk) == ["gpu03"]
 
     small.slurmgputype_set.create(slurm_type="v100_16g")
     request = submit._request(job, small.pk)
     assert request.gres == "gpu:v100_16g:2"
-    assert submit._avoid(request, small.pk) == []  # the type keeps it on its nodes
+    assert eligible.avoided_nodes(request, small.pk) == []  # the type keeps it on its nodes

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobs.execution.slurm import cli, inventory, submit
+from jobs.execution.slurm import cli, eligible, inventory, submit
 from jobs.execution.slurm.hostlist import expand
 from jobs.execution.slurm.tasks import slurm_sync_nodes, slurm_track
 from tests.factories import GpuModelFactory, JobFactory, NodeFactory, ReplicaAttemptFactory
@@ -92,7 +92,7 @@ def test_gres_becomes_a_model_and_a_card_count(db, gres, count, problem):
 def test_gres_request_names_the_slurm_type_of_the_nodes_model(db):
     node = NodeFactory(executor="slurm")
     job = JobFactory(gpu_count=2)
-    asked = submit.asked_model_id(ReplicaAttemptFactory(replica__job=job, replica__node=node))
+    asked = eligible.asked_model_id(ReplicaAttemptFactory(replica__job=job, replica__node=node))
     assert asked == node.gpu_model_id  # pinned: the node's model
     assert submit.gres(job, asked) == "gpu:2"  # no mapping yet: the pinned node decides the type
     node.gpu_model.slurmgputype_set.create(slurm_type="v100")

@@ -45,7 +45,7 @@ from jobs.models import Job, ReplicaAttempt
 from resources.models import Node, SiteSettings, SlurmGpuType
 
 from . import cli
-from .inventory import SLURM_REASON_PREFIX
+from .eligible import asked_model_id, avoided_nodes, model_closed
 from .priority import slurm_nices
 from .scripts import (
     REPLICA_SCRIPT,
@@ -145,10 +145,19 @@ def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> st
     try:
         return cli.submit(argv=plan["argv"], script=plan["script"], env=plan["env"])
     except cli.SlurmRefused as error:
-        reason = Reason("slurm.refused", {"message": str(error)})
+        # Every node it could use closed by Trainyard since it was admitted (an admin's
+        # drain, keepers that could not isolate): the platform's doing, so the job waits
+        # again, its retries untouched, rather than fail (``settle``: a platform fault).
+        closed = model_closed(group[0])
+        code = "slurm.nodes_closed" if closed else "slurm.refused"
+        reason = Reason(code, {"message": str(error)})
         for attempt in group:
             attempt_ended(
-                attempt_id=attempt.pk, state=State.FAILED, ended_at=timezone.now(), reason=reason
+                attempt_id=attempt.pk,
+                state=State.FAILED,
+                ended_at=timezone.now(),
+                reason=reason,
+                platform_fault=closed,
             )
         return None
 
@@ -183,7 +192,7 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             request=request,
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
-            exclude=_avoid(request, model_id) if lead.node is None else [],
+            exclude=avoided_nodes(request, model_id) if lead.node is None else [],
         ),
         "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
@@ -267,36 +276,8 @@ def master_addresses() -> dict[str, str]:
     return {name: network.reachable_address(address) for name, address in nodes if address}
 
 
-def _avoid(request: Request, model_id: int | None) -> list[str]:
-    """The Slurm nodes a job Slurm places for this GPU model must avoid: those closed by
-    a Trainyard admin; with a gres of no type (none or several map to the model), those
-    of other models too, which Slurm still knows (a name it does not would fail sbatch)."""
-    closed = closed_by_trainyard()
-    if request.gres.count(":") > 1:
-        return closed
-    others = Node.objects.filter(executor=Node.Executor.SLURM).exclude(state=Node.State.DOWN)
-    others = others.exclude(gpu_model_id=model_id).values_list("name", flat=True)
-    return sorted(set(closed) | set(others))
-
-
-def closed_by_trainyard() -> list[str]:
-    """Slurm nodes a Trainyard admin drained or downed (Slurm's own states need no word):
-    a job Slurm places must not go there."""
-    closed = Node.objects.filter(executor=Node.Executor.SLURM).exclude(state=Node.State.READY)
-    closed = closed.exclude(state_reason__startswith=SLURM_REASON_PREFIX)
-    return sorted(closed.values_list("name", flat=True))
-
-
 def _plain(value):
     return str(value) if isinstance(value, Path) else value
-
-
-def asked_model_id(attempt: ReplicaAttempt) -> int | None:
-    """The GPU model a Slurm job asks for: its node's where Trainyard placed it; else the
-    one it was submitted for (a ``*`` model's member), else the job's own."""
-    if attempt.node is not None:
-        return attempt.node.gpu_model_id
-    return attempt.replica.slurm_model_id or attempt.replica.job.gpu_model_id
 
 
 def _request(job: Job, model_id: int | None) -> Request:
