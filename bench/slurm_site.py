@@ -43,6 +43,11 @@ def scratch_site(label: str) -> Iterator[Scratch]:
 
     if connection.vendor != "postgresql":
         sys.exit("Set DATABASE_URL to a PostgreSQL database (the bench uses <name>_slurmbench).")
+    from jobs.execution.replica.sandbox import isolation_problem
+
+    if problem := isolation_problem():
+        # Else every keeper refuses its replica, Trainyard closes the nodes, and no job runs.
+        sys.exit(f"This host cannot isolate jobs: {problem} (`make run` or `make test` does it).")
     db = settings.DATABASES["default"]
     db["TEST"]["NAME"] = f"{db['NAME']}_slurmbench"
     started_cluster = subprocess.run([SLURM_DEV, "status"], capture_output=True).returncode != 0
