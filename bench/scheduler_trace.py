@@ -6,7 +6,9 @@
 Prints, for each queue length: the time of a pass that starts what fits on an
 empty cluster of the trace's 1,213 GPU nodes ("cold"), of passes over that many
 queued jobs on a cluster the trace has filled ("full", the steady state), and
-of a pass after some running jobs ended ("churn"); then placement quality —
+of a pass after some running jobs ended ("churn"), each beside its forecast of the
+likely starts, which runs after the pass has committed (``jobs/scheduler/run.py``);
+then placement quality —
 the share of GPU capacity allocated when the trace's tasks first stop fitting
 — for the scheduler's placement beside first-fit and best-fit baselines.
 
@@ -84,7 +86,8 @@ def timed_pass():
 
 def figures(report, cpu: float, size: int) -> str:
     return (
-        f"{report.seconds:.3f} s wall, {cpu:.3f} s CPU ({report.seconds / size * 1e3:.3f} ms/job), "
+        f"{report.seconds:.3f} s wall, its forecast after it {report.forecast_seconds:.3f} s; "
+        f"{cpu:.3f} s CPU in all ({report.seconds / size * 1e3:.3f} ms/job), "
         f"load {os.getloadavg()[0]:.1f}; started {len(report.started)}, "
         f"waiting {report.quota_wait + report.resource_wait}"
     )
@@ -108,17 +111,18 @@ def replay(nodes, tasks, size: int, repeat: int) -> None:
     Job.objects.filter(state__in=Job.WAITING_STATES).delete()
     submit([tasks[i % len(tasks)] for i in range(size)], offset=len(tasks))
     print(f"{size} queued, full cluster ({len(fill.started)} running, GPU {gpu_share():.1%}):")
-    walls, cpus = [], []
+    walls, forecasts, cpus = [], [], []
     for number in range(repeat + 1):
         report, cpu = timed_pass()
         label = "first pass (writes every reason)" if number == 0 else f"steady pass {number}"
         print(f"  {label}: {figures(report, cpu, size)}")
         if number:
             walls.append(report.seconds)
+            forecasts.append(report.forecast_seconds)
             cpus.append(cpu)
     print(
-        f"  median steady pass: {statistics.median(walls):.3f} s wall, "
-        f"{statistics.median(cpus):.3f} s CPU"
+        f"  median steady pass: {statistics.median(walls):.3f} s wall, its forecast after it "
+        f"{statistics.median(forecasts):.3f} s, {statistics.median(cpus):.3f} s CPU in all"
     )
     churn = finish_some(fraction=0.02)
     report, cpu = timed_pass()

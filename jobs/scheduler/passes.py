@@ -37,7 +37,7 @@ from .backfill import (
 )
 from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
 from .cluster import Cluster, ReplicaUse, typical_of
-from .explain import waiting_changes
+from .explain import waiting_changes, waiting_estimates
 from .forecast import likely_end
 from .lookahead import Lookahead, submit_for_slurm
 from .placement import Shape, place
@@ -72,7 +72,8 @@ class PassReport:
     started: list[int] = field(default_factory=list)
     quota_wait: int = 0
     resource_wait: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # the pass, under its lock
+    forecast_seconds: float = 0.0  # its forecast, after it (``run.py``)
     preempted: dict[int, int] = field(default_factory=dict)  # victim -> the job it stops for
 
 
@@ -141,6 +142,7 @@ class SchedulingPass:
         self.victim_nodes: dict[int, set[int]] = {}  # reclaiming job -> its victims' nodes
         self.claims: dict[int, Claim] = {}  # reclaiming job -> where it starts (``reclaim``)
         self.lookahead: Lookahead | None = None  # jobs Slurm places (live passes only)
+        self.left_waiting: list[Waiting] = []  # what ``run`` wrote of the jobs not started
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -155,7 +157,7 @@ class SchedulingPass:
         self.releases()
         report.started = write_starts(self.starts, self.cluster)
         report.preempted = write_preemptions(self.preempted, self.now) | self.asked_again
-        changes = self.waiting_changes()
+        changes = self.left_waiting = self.waiting_changes()
         write_waiting(changes)
         report.quota_wait = sum(1 for c in changes if c.state == Job.State.QUOTA_WAIT)
         report.resource_wait = len(changes) - report.quota_wait
@@ -378,8 +380,12 @@ class SchedulingPass:
         return heapq.merge(self._releases, pending, key=release_order)
 
     def waiting_changes(self) -> list[Waiting]:
-        """Each job left waiting: its state, reason, position and estimated start."""
-        return waiting_changes(self, step=self._replayed)
+        """Each job left waiting: its state, reason and position."""
+        return waiting_changes(self)
+
+    def estimates(self) -> dict[int, datetime | None]:
+        """Each job left waiting → its likely start (run after the pass: ``run.py``)."""
+        return waiting_estimates(self, step=self._replayed)
 
     @staticmethod
     def _replayed(

@@ -1,7 +1,14 @@
-"""Running one scheduling pass: one at a time (a database lock), in one transaction.
+"""Running one scheduling pass: one at a time (a database lock), in one transaction; then
+its forecast of the likely starts, outside that lock.
 
 The pass itself (what it decides and writes) is ``passes.SchedulingPass``; a node that
-changes state while it runs makes it start over.
+changes state while it runs makes it start over. Once it commits, the jobs it started
+are launched, and the forecast (``forecast.py``, most of a pass's work when many jobs
+wait) replays it from what it decided in memory, as Slurm's backfill plans the starts
+apart from its main scheduler: no job waits for it to start, no submission or stop
+waits for its lock. Its estimates are written only if no later pass has run meanwhile
+(a generation each pass takes under the lock): that one's forecast follows, from newer
+facts; but never more than ``STALE_SECONDS`` after the last written.
 """
 
 from __future__ import annotations
@@ -11,16 +18,23 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
 from .passes import PassReport, SchedulingPass
-from .writes import NodeChanged
+from .writes import NodeChanged, estimate_rows, write_estimates
 
 logger = logging.getLogger(__name__)
 
 # Any constant both passes agree on; "tryd" in ASCII.
 PASS_LOCK_KEY = 0x74727964
+# Incremented by every pass under its lock: a forecast whose pass is no longer the
+# latest writes nothing, unless the last one written is older than STALE_SECONDS (a
+# stream of changes, each superseding the pass before, must not starve the estimates).
+GENERATION_KEY = "trainyard:scheduler-pass-generation"
+WRITTEN_AT_KEY = "trainyard:scheduler-forecast-written-at"
+STALE_SECONDS = 10
 
 
 def run_pass(
@@ -28,29 +42,70 @@ def run_pass(
     launch: Callable[[list[int]], object] | None = None,
     preempt: Callable[[dict[int, int]], object] | None = None,
 ) -> PassReport:
-    """Run one pass; the ids of the jobs it starts are handed to ``launch`` after commit,
-    and the jobs it preempts (victim → the job it stops for) to ``preempt``.
+    """Run one pass, then its forecast; the ids of the jobs it starts are handed to
+    ``launch`` after commit, and the jobs it preempts (victim → the job it stops for)
+    to ``preempt``.
 
     The scheduler decides and writes; launching and stopping are execution's, a layer it
     does not import: the task that runs the pass passes ``launch_each`` and
     ``preempt_each`` in. Without them (tests and benchmarks that time the scheduler
-    alone) nothing is launched or stopped.
+    alone) nothing is launched or stopped. ``seconds`` is the pass's, under its lock;
+    ``forecast_seconds`` the forecast's after it.
     """
     began = time.perf_counter()
     for _attempt in range(3):
         try:
             with transaction.atomic():
                 _acquire_pass_lock()
-                report = SchedulingPass.load(now=timezone.now()).run()
+                generation = _new_generation()
+                scheduling = SchedulingPass.load(now=timezone.now())
+                report = scheduling.run()
                 if launch is not None and report.started:
                     transaction.on_commit(partial(launch, list(report.started)))
                 if preempt is not None and report.preempted:
                     transaction.on_commit(partial(preempt, dict(report.preempted)))
             report.seconds = time.perf_counter() - began
-            return report
+            break
         except NodeChanged:
             logger.info("a node changed state during the pass; running it again")
-    return PassReport(seconds=time.perf_counter() - began)
+    else:
+        return PassReport(seconds=time.perf_counter() - began)
+    forecast_began = time.perf_counter()
+    forecast(scheduling, generation)
+    report.forecast_seconds = time.perf_counter() - forecast_began
+    return report
+
+
+def forecast(scheduling: SchedulingPass, generation: int) -> bool:
+    """Write the likely starts of the jobs ``scheduling`` left waiting where they changed,
+    unless a later pass has run (its own forecast follows); whether any were written."""
+    if not scheduling.left_waiting or _superseded(generation):
+        return False
+    rows = estimate_rows(scheduling.left_waiting, scheduling.estimates())
+    if not rows:
+        return False
+    with transaction.atomic():
+        _acquire_pass_lock()  # no pass writes meanwhile, and none has since ``generation``
+        if _superseded(generation):
+            return False
+        write_estimates(rows)
+    cache.set(WRITTEN_AT_KEY, time.time(), timeout=None)
+    return True
+
+
+def _superseded(generation: int) -> bool:
+    """A later pass has run, and a forecast was written lately."""
+    later = cache.get(GENERATION_KEY) != generation
+    return later and time.time() - cache.get(WRITTEN_AT_KEY, 0) < STALE_SECONDS
+
+
+def _new_generation() -> int:
+    cache.add(GENERATION_KEY, 0, timeout=None)
+    try:
+        return cache.incr(GENERATION_KEY)
+    except ValueError:  # evicted between the two: start again
+        cache.set(GENERATION_KEY, 1, timeout=None)
+        return 1
 
 
 def _acquire_pass_lock() -> None:

@@ -51,7 +51,6 @@ class Waiting:
     state: str
     reason: Reason
     queue_position: int | None
-    estimated_start: datetime | None
 
 
 def write_starts(starts: list[Start], cluster: Cluster) -> list[int]:
@@ -93,7 +92,8 @@ def write_starts(starts: list[Start], cluster: Cluster) -> list[int]:
 
 
 def write_waiting(changes: list[Waiting]) -> None:
-    """Record each waiting job's state, reason, position and estimate where they changed.
+    """Record each waiting job's state, reason and position where they changed (its
+    likely start is the forecast's, written after the pass: ``write_estimates``).
 
     A new state, or a reason of a new kind, is a transition with an event; a
     reason whose numbers alone changed ("1 has them" → "2 have them") is not.
@@ -106,13 +106,9 @@ def write_waiting(changes: list[Waiting]) -> None:
             job.state == change.state
             and job.state_reason == change.reason.english
             and job.queue_position == change.queue_position
-            and job.estimated_start == change.estimated_start
         ):
             continue
-        fields = {
-            "queue_position": change.queue_position,
-            "estimated_start": change.estimated_start,
-        }
+        fields = {"queue_position": change.queue_position}
         if job.state != change.state or _kind(job.state_reason) != _kind(change.reason.english):
             transitions.append(
                 Transition(
@@ -135,8 +131,23 @@ def write_waiting(changes: list[Waiting]) -> None:
         Job,
         rows=annotations,
         match_fields=["state"],
-        set_fields=[*REASON_FIELDS, "queue_position", "estimated_start"],
+        set_fields=[*REASON_FIELDS, "queue_position"],
     )
+
+
+def estimate_rows(changes: list[Waiting], estimates: dict[int, datetime | None]) -> list[tuple]:
+    """``(job, state the pass left it in, likely start)`` for each estimate that changed."""
+    return [
+        (change.job.pk, change.state, estimates.get(change.job.pk))
+        for change in changes
+        if change.job.estimated_start != estimates.get(change.job.pk)
+    ]
+
+
+def write_estimates(rows: list[tuple]) -> None:
+    """The ``estimate_rows``, for the jobs still in that state (the caller holds the pass
+    lock, having checked that no later pass has written)."""
+    update_from_values(Job, rows=rows, match_fields=["state"], set_fields=["estimated_start"])
 
 
 def _kind(reason: str) -> str:
