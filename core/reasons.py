@@ -272,6 +272,8 @@ class Reason:
 
     @cached_property
     def english(self) -> str:
+        if translation.get_language() == "en":  # a caller switched once for many
+            return self.text()
         with translation.override("en"):
             return self.text()
 
