@@ -4,7 +4,7 @@ from celery import shared_task
 
 from jobs.execution.launch import launch_each, lost_launches_retry, preempt_each
 from jobs.images import add as images
-from jobs.lifecycle.pass_requests import pass_begins
+from jobs.lifecycle.pass_requests import pass_begins, request_pass
 from jobs.scheduler import run_pass
 
 from . import usage_thinning
@@ -15,7 +15,9 @@ def schedule_pass() -> None:
     """One scheduling pass, whose started jobs are launched on commit; then a launch lost
     to a dead process is done again."""
     pass_begins()
-    run_pass(launch=launch_each, preempt=preempt_each)
+    report = run_pass(launch=launch_each, preempt=preempt_each)
+    if report.truncated:  # a burst larger than a pass starts: the rest at once
+        request_pass()
     lost_launches_retry()
 
 

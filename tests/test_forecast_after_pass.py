@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 from jobs.scheduler import run_pass
+from jobs.scheduler.pass_load import load_pass
 from jobs.scheduler.passes import SchedulingPass
 from jobs.scheduler.run import (
     STALE_SECONDS,
@@ -38,7 +39,7 @@ def decided() -> tuple[SchedulingPass, int]:
     with transaction.atomic():
         _acquire_pass_lock()
         generation = _new_generation()
-        scheduling = SchedulingPass.load(now=timezone.now())
+        scheduling = load_pass(now=timezone.now())
         scheduling.run()
     return scheduling, generation
 

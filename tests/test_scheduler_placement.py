@@ -7,7 +7,7 @@ from django.utils import timezone
 from jobs.models import Job, Replica
 from jobs.quota_usage import quota_usage
 from jobs.scheduler import run_pass
-from jobs.scheduler.passes import SchedulingPass
+from jobs.scheduler.pass_load import load_pass
 from jobs.scheduler.writes import NodeChanged
 from resources.models import CardAllocation, GpuCard, Node, Quota
 from resources.services import node_set_state
@@ -271,7 +271,7 @@ def test_the_database_refuses_an_over_allocation_whatever_the_scheduler_decides(
 def test_a_node_that_leaves_ready_during_the_pass_gets_nothing(v100):
     node = NodeFactory(gpu_model=v100)
     job = JobFactory(gpu_model=v100)
-    scheduling = SchedulingPass.load(now=timezone.now())
+    scheduling = load_pass(now=timezone.now())
     node_set_state(node=node, state=Node.State.DOWN, reason="lost")
 
     with pytest.raises(NodeChanged), transaction.atomic():

@@ -329,6 +329,10 @@ LOGGING = logging_config(
 # Placement scores nodes by the fragmentation it adds for the recent jobs' shapes
 # (jobs/scheduler/workload.py); off: best fit alone.
 TRAINYARD_FRAGMENTATION_AWARE = env_bool("TRAINYARD_FRAGMENTATION_AWARE", True)
+# The most jobs one scheduling pass starts (Slurm's sched_max_job_start): the rest of a
+# burst go to the next pass, queued at once, so that no pass holds its lock for long and
+# the first jobs launch while the others are decided (jobs/scheduler/run.py).
+TRAINYARD_PASS_MAX_STARTS = int(os.environ.get("TRAINYARD_PASS_MAX_STARTS") or 2000)
 
 # How often each agent samples its running attempts' CPU, memory, I/O and cards (seconds).
 TRAINYARD_USAGE_SAMPLE_SECONDS = float(os.environ.get("TRAINYARD_USAGE_SAMPLE_SECONDS", "10"))

@@ -28,6 +28,8 @@ def waiting_changes(scheduling) -> list[Waiting]:
     for job in scheduling.jobs:
         if job.pk in started:
             continue
+        if job.pk not in scheduling.outcomes:  # a pass that stopped at its most starts
+            break  # left as they are: the next pass is theirs
         state, reason = scheduling.outcomes[job.pk]
         if state == Job.State.RESOURCE_WAIT and not reason:
             reason = reasons.reason(scheduling.shapes[job.pk], job.requested_model)

@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
-from billing.fair_share import fair_share_factors
 from core.reasons import Reason
 from jobs.models import Job
-from resources.catalog import ModelCatalog
 
 from .admission import Quotas
 from .backfill import (
@@ -35,15 +33,15 @@ from .backfill import (
     release_order,
     reservations_view,
 )
-from .checkpoints import away_from_checkpoints, place_where_it_ran, previous_nodes
-from .cluster import Cluster, ReplicaUse, typical_of
+from .checkpoints import away_from_checkpoints, place_where_it_ran
+from .cluster import Cluster, ReplicaUse
 from .explain import waiting_changes, waiting_estimates
 from .forecast import likely_end
 from .lookahead import Lookahead, submit_for_slurm
 from .placement import Shape, place
 from .ports import PortPool
 from .preemption import Borrowing, choose_victims
-from .queue import WaitingJob, in_fair_share_order, load_waiting, waiting_rows
+from .queue import WaitingJob
 from .reasons import (
     held_reason,
     kept_reason,
@@ -51,9 +49,8 @@ from .reasons import (
     ports_reason,
     preempting_reason,
 )
-from .reclaim import Claim, claim, make_claims, victims_nodes
+from .reclaim import Claim, claim, make_claims
 from .releases import load_releases
-from .workload import learn_workload
 from .writes import (
     Start,
     Waiting,
@@ -74,33 +71,11 @@ class PassReport:
     resource_wait: int = 0
     seconds: float = 0.0  # the pass, under its lock
     forecast_seconds: float = 0.0  # its forecast, after it (``run.py``)
+    truncated: bool = False  # it started ``max_starts``: the jobs after them are the next's
     preempted: dict[int, int] = field(default_factory=dict)  # victim -> the job it stops for
 
 
 class SchedulingPass:
-    @classmethod
-    def load(cls, *, now: datetime) -> SchedulingPass:
-        """A pass over the waiting jobs and the cluster as the database has them."""
-        rows = waiting_rows()
-        # With nothing waiting (most beat passes) there is nothing else to read.
-        catalog = ModelCatalog.load() if rows else ModelCatalog()
-        cluster = Cluster.load(catalog) if rows else Cluster([], catalog)
-        jobs = load_waiting(rows, catalog)
-        lookahead = Lookahead.load() if jobs else None
-        if jobs:
-            owners = {job.owner_id for job in jobs} | lookahead.owners
-            factors = fair_share_factors(user_ids=owners, now=now)
-            jobs = in_fair_share_order(jobs, factors)
-            lookahead.rank(factors)
-        cluster.typical = typical_of(job.request for job in jobs)
-        if jobs:
-            learn_workload(cluster)
-        scheduling = cls(now=now, cluster=cluster, jobs=jobs)
-        scheduling.ran_on = previous_nodes(jobs)
-        scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
-        scheduling.lookahead = lookahead
-        return scheduling
-
     def __init__(
         self,
         *,
@@ -143,6 +118,10 @@ class SchedulingPass:
         self.claims: dict[int, Claim] = {}  # reclaiming job -> where it starts (``reclaim``)
         self.lookahead: Lookahead | None = None  # jobs Slurm places (live passes only)
         self.left_waiting: list[Waiting] = []  # what ``run`` wrote of the jobs not started
+        # Live passes: once this many have started, the jobs after them wait for the next
+        # pass, as they are (``truncated``).
+        self.max_starts: int | None = None
+        self.truncated = False
 
     def run(self) -> PassReport:
         report = PassReport(waiting=len(self.jobs))
@@ -152,6 +131,7 @@ class SchedulingPass:
             owners = {job.owner_id for job in self.jobs}
             self.quotas = Quotas(owner_ids=owners, catalog=self.catalog)
         write_borrowing_ended(self.decide())
+        report.truncated = self.truncated
         # What was held before this pass, read before its starts are written: those are
         # pending releases already, and read from the database as well they count twice.
         self.releases()
@@ -169,6 +149,9 @@ class SchedulingPass:
         if self.live:
             self.claims = make_claims(self)
         for job in self.jobs:
+            if self.max_starts is not None and len(self.starts) >= self.max_starts:
+                self.truncated = True  # the rest, borrowing included, are the next pass's
+                return []
             self.consider(job)
         # What the jobs within quota left of it holds borrowing jobs now (their owners' own
         # waiting jobs never preempt them: ``_preempt_for``).

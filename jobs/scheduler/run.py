@@ -18,10 +18,12 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
+from .pass_load import load_pass
 from .passes import PassReport, SchedulingPass
 from .writes import NodeChanged, estimate_rows, write_estimates
 
@@ -50,7 +52,9 @@ def run_pass(
     does not import: the task that runs the pass passes ``launch_each`` and
     ``preempt_each`` in. Without them (tests and benchmarks that time the scheduler
     alone) nothing is launched or stopped. ``seconds`` is the pass's, under its lock;
-    ``forecast_seconds`` the forecast's after it.
+    ``forecast_seconds`` the forecast's after it. A pass starts at most
+    ``TRAINYARD_PASS_MAX_STARTS`` jobs; if it stopped there (``truncated``), the jobs
+    after them are left as they were, and its caller runs another pass at once.
     """
     began = time.perf_counter()
     for _attempt in range(3):
@@ -58,7 +62,8 @@ def run_pass(
             with transaction.atomic():
                 _acquire_pass_lock()
                 generation = _new_generation()
-                scheduling = SchedulingPass.load(now=timezone.now())
+                scheduling = load_pass(now=timezone.now())
+                scheduling.max_starts = settings.TRAINYARD_PASS_MAX_STARTS
                 report = scheduling.run()
                 if launch is not None and report.started:
                     transaction.on_commit(partial(launch, list(report.started)))
@@ -70,6 +75,8 @@ def run_pass(
             logger.info("a node changed state during the pass; running it again")
     else:
         return PassReport(seconds=time.perf_counter() - began)
+    if report.truncated:
+        return report  # the next pass, which its caller queues at once, forecasts
     forecast_began = time.perf_counter()
     forecast(scheduling, generation)
     report.forecast_seconds = time.perf_counter() - forecast_began
