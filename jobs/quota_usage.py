@@ -66,20 +66,18 @@ def quota_holdings_for(
         )
     )
     model_at = 5 + REQUEST_FIELDS.index("gpu_model__name")
-    aggregated = any((row[model_at] or "").startswith("*") for row in rows)
     placed_on: dict[int, list[str | None]] = {}
-    # The same jobs, chosen again inside the query: thousands of ids as parameters cost
-    # more to send than the rows do.
-    replicas = Replica.objects.filter(job__in=active.filter(gpu_model__name__startswith="*"))
-    for job_id, model_id, submitted_for in (
-        replicas.order_by("job_id", "index").values_list(
-            "job_id", "node__gpu_model_id", "slurm_model_id"
-        )
-        if aggregated
-        else ()
-    ):
-        # Not started yet inside Slurm: the member it was submitted for.
-        placed_on.setdefault(job_id, []).append(catalog.name_of(model_id or submitted_for))
+    if any((row[model_at] or "").startswith("*") for row in rows):
+        # The same jobs, chosen again inside the query: thousands of ids as parameters
+        # cost more to send than the rows do.
+        aggregated = active.filter(gpu_model__name__startswith="*")
+        for job_id, model_id, submitted_for in (
+            Replica.objects.filter(job__in=aggregated)
+            .order_by("job_id", "index")
+            .values_list("job_id", "node__gpu_model_id", "slurm_model_id")
+        ):
+            # Not started yet inside Slurm: the member it was submitted for.
+            placed_on.setdefault(job_id, []).append(catalog.name_of(model_id or submitted_for))
     holdings: dict[int, list[Holding]] = {}
     # Running jobs are mostly alike: each (request, models) is charged once.
     charged: dict[tuple, ResourceVector] = {}

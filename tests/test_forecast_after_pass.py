@@ -6,19 +6,16 @@ import time
 
 import pytest
 from django.core.cache import cache
-from django.db import transaction
-from django.utils import timezone
 
 from jobs.models import Job
 from jobs.scheduler import run_pass
-from jobs.scheduler.pass_load import load_pass
 from jobs.scheduler.passes import SchedulingPass
 from jobs.scheduler.run import (
     STALE_SECONDS,
     WRITTEN_AT_KEY,
-    _acquire_pass_lock,
     _new_generation,
     forecast,
+    locked_pass,
 )
 from tests.factories import GpuModelFactory, JobFactory, UserFactory
 from tests.scheduling import fresh
@@ -36,11 +33,7 @@ def waiter():
 
 def decided() -> tuple[SchedulingPass, int]:
     """A pass's decisions, committed, and its generation: its forecast not yet run."""
-    with transaction.atomic():
-        _acquire_pass_lock()
-        generation = _new_generation()
-        scheduling = load_pass(now=timezone.now())
-        scheduling.run()
+    _report, scheduling, generation = locked_pass()
     return scheduling, generation
 
 

@@ -59,16 +59,7 @@ def run_pass(
     began = time.perf_counter()
     for _attempt in range(3):
         try:
-            with transaction.atomic():
-                _acquire_pass_lock()
-                generation = _new_generation()
-                scheduling = load_pass(now=timezone.now())
-                scheduling.max_starts = settings.TRAINYARD_PASS_MAX_STARTS
-                report = scheduling.run()
-                if launch is not None and report.started:
-                    transaction.on_commit(partial(launch, list(report.started)))
-                if preempt is not None and report.preempted:
-                    transaction.on_commit(partial(preempt, dict(report.preempted)))
+            report, scheduling, generation = locked_pass(launch=launch, preempt=preempt)
             report.seconds = time.perf_counter() - began
             break
         except NodeChanged:
@@ -81,6 +72,26 @@ def run_pass(
     forecast(scheduling, generation)
     report.forecast_seconds = time.perf_counter() - forecast_began
     return report
+
+
+def locked_pass(
+    *,
+    launch: Callable[[list[int]], object] | None = None,
+    preempt: Callable[[dict[int, int]], object] | None = None,
+) -> tuple[PassReport, SchedulingPass, int]:
+    """The pass itself, committed: its report, its decisions (for its forecast) and its
+    generation. ``NodeChanged`` if a node changed state meanwhile."""
+    with transaction.atomic():
+        _acquire_pass_lock()
+        generation = _new_generation()
+        scheduling = load_pass(now=timezone.now())
+        scheduling.max_starts = settings.TRAINYARD_PASS_MAX_STARTS
+        report = scheduling.run()
+        if launch is not None and report.started:
+            transaction.on_commit(partial(launch, list(report.started)))
+        if preempt is not None and report.preempted:
+            transaction.on_commit(partial(preempt, dict(report.preempted)))
+    return report, scheduling, generation
 
 
 def forecast(scheduling: SchedulingPass, generation: int) -> bool:
