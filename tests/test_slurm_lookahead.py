@@ -62,11 +62,16 @@ def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
     """Plain Slurm (FIFO here) would start it last. Through Trainyard, at most the
     look-ahead (the partition's 16 cards) of the heavy user's jobs wait inside Slurm,
     and inside it the light user's job goes first (``slurm/priority.py``): it waits
-    for the cards of those running when it entered, no more."""
+    for the cards of those running when it entered, no more.
+
+    The heavy jobs take two cards each: eight run at once, so the light job's place
+    does not hang on launch order. Jobs Slurm starts in one scheduling cycle begin in
+    whatever order their nodes launch them; with one-card jobs the light one was one
+    of 16 such and, under load, began behind 13 of them (CI saw 21 later, not 25)."""
     heavy, light = UserFactory(username="heavy"), UserFactory(username="light")
     # Used elsewhere (a V100 node of its own would make V100 a model Trainyard places).
     used(heavy, GpuModelFactory(name="P4"), hours=500, ago=timedelta(hours=2))
-    heavies = [gpu_job("sleep 2", owner=heavy) for _ in range(50)]
+    heavies = [gpu_job("sleep 2", owner=heavy, gpu_count=2) for _ in range(50)]
     wait_until(
         lambda: Job.objects.filter(pk__in=[j.pk for j in heavies], state="starting").count() >= 16,
         what="the heavy user's jobs fill the look-ahead",
