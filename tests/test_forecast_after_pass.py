@@ -72,6 +72,24 @@ def test_a_superseded_forecast_is_written_when_none_has_been_lately(waiter):
     assert fresh(waiter).estimated_start is not None
 
 
+@pytest.mark.django_db
+def test_a_superseded_forecast_leaves_alone_what_a_later_one_found_current(waiter):
+    """A later pass's forecast that finds every estimate already right writes no row;
+    it is still the latest word: an older pass's forecast, from facts since changed,
+    must not write over it, however long ago the last row was written."""
+    scheduling, generation = decided()  # the card frees in 60 minutes
+    holder = Job.objects.get(state=Job.State.RUNNING)
+    Job.objects.filter(pk=holder.pk).update(max_runtime_minutes=20)  # now in 20
+    run_pass()  # writes the new estimate
+    current = fresh(waiter).estimated_start
+    cache.set(WRITTEN_AT_KEY, time.time() - STALE_SECONDS - 1)  # ... long ago
+    run_pass()  # finds it right, writes nothing
+
+    assert not forecast(scheduling, generation)
+
+    assert fresh(waiter).estimated_start == current
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_started_jobs_are_launched_before_the_forecast_runs(waiter):
     """Launched on the pass's commit: no job waits for the replay of everyone else's."""
