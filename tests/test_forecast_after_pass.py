@@ -11,8 +11,8 @@ from jobs.models import Job
 from jobs.scheduler import run_pass
 from jobs.scheduler.passes import SchedulingPass
 from jobs.scheduler.run import (
+    CURRENT_AT_KEY,
     STALE_SECONDS,
-    WRITTEN_AT_KEY,
     _new_generation,
     forecast,
     locked_pass,
@@ -65,7 +65,7 @@ def test_a_superseded_forecast_is_written_when_none_has_been_lately(waiter):
     """Each change superseding the pass before must not leave the estimates unwritten."""
     scheduling, generation = decided()
     _new_generation()  # a later pass, whose forecast has not come
-    cache.set(WRITTEN_AT_KEY, time.time() - STALE_SECONDS - 1)
+    cache.set(CURRENT_AT_KEY, time.time() - STALE_SECONDS - 1)
 
     assert forecast(scheduling, generation)
 
@@ -82,7 +82,7 @@ def test_a_superseded_forecast_leaves_alone_what_a_later_one_found_current(waite
     Job.objects.filter(pk=holder.pk).update(max_runtime_minutes=20)  # now in 20
     run_pass()  # writes the new estimate
     current = fresh(waiter).estimated_start
-    cache.set(WRITTEN_AT_KEY, time.time() - STALE_SECONDS - 1)  # ... long ago
+    cache.set(CURRENT_AT_KEY, time.time() - STALE_SECONDS - 1)  # ... long ago
     run_pass()  # finds it right, writes nothing
 
     assert not forecast(scheduling, generation)

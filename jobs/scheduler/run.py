@@ -8,7 +8,8 @@ wait) replays it from what it decided in memory, as Slurm's backfill plans the s
 apart from its main scheduler: no job waits for it to start, no submission or stop
 waits for its lock. Its estimates are written only if no later pass has run meanwhile
 (a generation each pass takes under the lock): that one's forecast follows, from newer
-facts; but never more than ``STALE_SECONDS`` after the last written.
+facts; but never more than ``STALE_SECONDS`` after the estimates were last made current
+(written, or found right by a forecast).
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ logger = logging.getLogger(__name__)
 # Any constant both passes agree on; "tryd" in ASCII.
 PASS_LOCK_KEY = 0x74727964
 # Incremented by every pass under its lock: a forecast whose pass is no longer the
-# latest writes nothing, unless the last one written is older than STALE_SECONDS (a
-# stream of changes, each superseding the pass before, must not starve the estimates).
+# latest writes nothing, unless no forecast has made the estimates current (written
+# them, or found them right) for STALE_SECONDS (a stream of changes, each superseding
+# the pass before, must not starve the estimates).
 GENERATION_KEY = "trainyard:scheduler-pass-generation"
-WRITTEN_AT_KEY = "trainyard:scheduler-forecast-written-at"
+CURRENT_AT_KEY = "trainyard:scheduler-forecast-current-at"
 STALE_SECONDS = 10
 
 
@@ -96,25 +98,27 @@ def locked_pass(
 
 def forecast(scheduling: SchedulingPass, generation: int) -> bool:
     """Write the likely starts of the jobs ``scheduling`` left waiting where they changed,
-    unless a later pass has run (its own forecast follows); whether any were written."""
-    if not scheduling.left_waiting or _superseded(generation):
+    unless a later pass has run (its own forecast follows); whether any were written.
+    Finding none to change makes the estimates as current as writing them does."""
+    if _superseded(generation):
         return False
-    rows = estimate_rows(scheduling.left_waiting, scheduling.estimates())
-    if not rows:
-        return False
-    with transaction.atomic():
-        _acquire_pass_lock()  # no pass writes meanwhile, and none has since ``generation``
-        if _superseded(generation):
-            return False
-        write_estimates(rows)
-    cache.set(WRITTEN_AT_KEY, time.time(), timeout=None)
-    return True
+    rows = []
+    if scheduling.left_waiting:
+        rows = estimate_rows(scheduling.left_waiting, scheduling.estimates())
+    if rows:
+        with transaction.atomic():
+            _acquire_pass_lock()  # no pass writes meanwhile, and none has since ``generation``
+            if _superseded(generation):
+                return False
+            write_estimates(rows)
+    cache.set(CURRENT_AT_KEY, time.time(), timeout=None)
+    return bool(rows)
 
 
 def _superseded(generation: int) -> bool:
-    """A later pass has run, and a forecast was written lately."""
+    """A later pass has run, and a forecast made the estimates current lately."""
     later = cache.get(GENERATION_KEY) != generation
-    return later and time.time() - cache.get(WRITTEN_AT_KEY, 0) < STALE_SECONDS
+    return later and time.time() - cache.get(CURRENT_AT_KEY, 0) < STALE_SECONDS
 
 
 def _new_generation() -> int:
