@@ -6,6 +6,9 @@ translated name, placeholders) read in Chinese.
 
 import ast
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,10 +25,10 @@ def english(text) -> list[str]:
     return [w for w in WORDS.findall(str(text)) if not w.isupper() and w not in NAMES]
 
 
-def entries() -> list[dict]:
+def entries(catalogue: Path = CATALOGUE) -> list[dict]:
     """The catalogue's entries: flags, msgid and every msgstr, joined from their lines."""
     found = []
-    for block in CATALOGUE.read_text().split("\n\n"):
+    for block in catalogue.read_text().split("\n\n"):
         entry: dict = {"flags": "", "msgid": None, "msgstr": []}
         key = None
         for line in block.splitlines():
@@ -142,3 +145,27 @@ def test_every_string_marked_for_translation_has_a_chinese_one():
             if msgid not in ours and translation.gettext(msgid) == msgid
         ]
     assert missing == []
+
+
+def translated(catalogue: Path) -> set[str]:
+    return {e["msgid"] for e in entries(catalogue) if e["msgstr"] and all(e["msgstr"])}
+
+
+def test_make_messages_keeps_every_translation(tmp_path):
+    """``make messages`` (makemessages --no-obsolete) reads only this project's files and
+    drops every entry it did not find there: a label of another app translated here
+    would be lost, and read in English again, the next time anyone ran it."""
+    root = CATALOGUE.parents[3]
+    copy = tmp_path / "project"
+    ignored = shutil.ignore_patterns(".*", "var", "node_modules", "staticfiles", "__pycache__")
+    shutil.copytree(root, copy, ignore=ignored)
+    subprocess.run(
+        [sys.executable, "manage.py", "makemessages", "-l", "zh_Hans", "--no-obsolete"],
+        cwd=copy,
+        check=True,
+        capture_output=True,
+    )
+
+    remade = copy / CATALOGUE.relative_to(root)
+    # (And the catalogue holds no entry the code no longer has: it would be dropped too.)
+    assert sorted(translated(CATALOGUE) - translated(remade)) == []
