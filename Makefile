@@ -82,7 +82,7 @@ lint:
 
 messages: $(TEST_STAMP)
 	$(BIN)/python manage.py makemessages -l zh_Hans --no-obsolete
-	$(BIN)/python manage.py compilemessages -l zh_Hans
+	$(BIN)/python manage.py compilemessages -l zh_Hans --ignore=.venv
 
 clean:
 	rm -rf $(VENV) var staticfiles
