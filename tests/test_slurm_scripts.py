@@ -3,6 +3,8 @@
 import contextlib
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -246,21 +248,41 @@ def test_no_phase_starts_after_a_term(tmp_path, run_replica_script):
     assert not second.exists()
 
 
-def test_the_keeper_runs_without_django():
-    """What a replica's keeper imports on its node, with the settings its plan carries:
-    no Django (a third of its own start, on every replica)."""
+def test_the_keeper_runs_without_django_or_site_packages():
+    """What a replica's keeper imports on its node, with the settings its plan carries, as
+    its interpreter starts it (``keeper_argv``: no ``site``): no Django, nothing installed
+    (a third of its own start, on every replica), and the image modules only for an image."""
     probe = (
         "import sys; sys.path[:1] = [sys.argv[1]]\n"
         "from jobs.execution.node_settings import settings\n"
         "settings.configure({'TRAINYARD_SANDBOX': True})\n"
         "from jobs.execution import files\n"
-        "from jobs.execution.replica import checkpoint, image_root, network, runner\n"
+        "from jobs.execution.replica import checkpoint, keeper, network, runner\n"
         "from jobs.execution.replica import sandbox, slots\n"
         "assert settings.TRAINYARD_SANDBOX is True\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))\n"
+        "assert keeper._image_error({}) == ()\n"
+        "unwanted = ('django', 'site', 'hashlib')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in unwanted))\n"
+        "from jobs.execution.replica import image_root\n"
+        "assert keeper._image_error({'digest': 'sha256:0'}).__name__ == 'ImageError'\n"
     )
     root = str(Path(keeper.__file__).resolve().parents[3])
+    python, *flags, script, folder = keeper.keeper_argv(sys.executable, Path("/attempt"))
+    assert (python, script, folder) == (sys.executable, keeper.__file__, "/attempt")
     done = subprocess.run(
-        [sys.executable, "-I", "-c", probe, root], capture_output=True, text=True, check=True
+        [python, *flags, "-c", probe, root], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_readmes_sudo_rule_allows_the_keeper_as_slurm_starts_it():
+    """sudo matches the whole command line: the rule the README gives sites must name the
+    keeper's flags as ``keeper_argv`` passes them, or every replica is refused."""
+    readme = (Path(keeper.__file__).resolve().parents[3] / "README.md").read_text()
+    rule = re.search(r"NOPASSWD: ([^`]+)`", readme)
+    assert rule is not None
+    root = Path("/srv/trainyard")
+    python = root / ".venv/bin/python"
+    argv = keeper.keeper_argv(str(python), Path("/attempt"))
+    argv[-2] = str(root / Path(keeper.__file__).resolve().relative_to(keeper.PROJECT_ROOT))
+    assert rule.group(1) == shlex.join([*argv[:-1], "*"]).replace("'*'", "*")

@@ -1,6 +1,6 @@
 """A Slurm replica's keeper: its slot, network and sandbox on its node, while it runs.
 
-The Slurm job runs ``<python> -I keeper.py <attempt folder>`` on each of its
+The Slurm job runs ``<python> -I -S keeper.py <attempt folder>`` on each of its
 nodes, as root (``sudo -n`` where Slurm runs the job as another account; see
 the README's production section). The keeper does on the node what the local
 agent does before its runner starts (``jobs/execution/agent/isolation.py``), from
@@ -68,14 +68,17 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def keeper_argv(python: str, folder: Path) -> list[str]:
-    """How the Slurm job starts the keeper: ``-I``, so nothing of the job's account leaks in."""
-    return [python, "-I", str(Path(__file__).resolve()), str(folder)]
+    """How the Slurm job starts the keeper: ``-I``, so nothing of the job's account leaks in;
+    ``-S``, for it imports nothing but the standard library and the project, whose path
+    ``main`` puts first: ``site`` (its ``.pth`` files, the editable install's finder) would
+    be most of an interpreter's start, on every replica."""
+    return [python, "-I", "-S", str(Path(__file__).resolve()), str(folder)]
 
 
 def main(folder: Path, node: str) -> int:
     """Keep the replica whose attempt folder is ``folder`` on ``node``, the Slurm node it
     runs on (``$SLURMD_NODENAME``, passed by the batch script: the plan names no node)."""
-    # Run as a script (``python -I keeper.py``), not imported: every import below waits
+    # Run as a script (``python -I -S keeper.py``), not imported: every import below waits
     # until sys.path holds the project and Django's settings are configured from the plan.
     sys.path[:1] = [str(PROJECT_ROOT)]  # the project, not this folder, is where imports start
     from jobs.execution.replica.runner import read_json
@@ -116,19 +119,30 @@ def main(folder: Path, node: str) -> int:
     except network.NetworkError as error:
         slot.close()
         return refuse(folder, plan, kind="network", problem=str(error))
-    from jobs.execution.replica.image_cache import ImageError
-    from jobs.execution.replica.image_root import attempt_image_release
-
     image = plan.get("image") or {}
     try:
         prepare_phases(folder, plan, slot.uid, replica_network)
         return run_script(folder, plan, replica_network)
-    except ImageError as error:
+    except _image_error(image) as error:
         return refuse(folder, plan, kind="image", problem=str(error), node_fault=error.node_fault)
     finally:
-        attempt_image_release(digest=image.get("digest"), attempt_id=plan["attempt_id"])
+        if image:
+            from jobs.execution.replica.image_root import attempt_image_release
+
+            attempt_image_release(digest=image.get("digest"), attempt_id=plan["attempt_id"])
         network.replica_network_down(replica_network)
         slot.close()
+
+
+def _image_error(image: dict) -> type[Exception] | tuple[()]:
+    """What preparing the replica's image raises: its module (with hashlib's OpenSSL) is
+    imported only for a job with an image; without one, an empty tuple, which catches
+    nothing."""
+    if not image:
+        return ()
+    from jobs.execution.replica.image_cache import ImageError
+
+    return ImageError
 
 
 def refuse(folder: Path, plan: dict, *, kind: str, problem: str, node_fault: bool = True) -> int:
