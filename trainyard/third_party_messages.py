@@ -9,7 +9,7 @@ imports this module; ``gettext_noop`` only marks each label for extraction.
 
 from django.utils.translation import gettext_noop
 
-# axes/models.py, django-axes 8.3.
+# axes/models.py and axes/admin.py, django-axes 8.3.
 AXES_LABELS = [
     gettext_noop("User Agent"),
     gettext_noop("IP Address"),
@@ -33,4 +33,11 @@ AXES_LABELS = [
     gettext_noop("Session key hash (sha256)"),
     gettext_noop("access log"),
     gettext_noop("access logs"),
+    # Its admin's own: the lockout filter and status, fieldsets, an action.
+    gettext_noop("Locked Out"),
+    gettext_noop("Attempt Remaining"),
+    gettext_noop("Not set"),
+    gettext_noop("Form Data"),
+    gettext_noop("Meta Data"),
+    gettext_noop("Clean up expired attempts"),
 ]
