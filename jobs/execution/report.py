@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.db.models import Count
 
 from core.reasons import Reason
 from jobs.lifecycle.transitions import job_transition
@@ -56,13 +57,19 @@ def attempt_running(
 
 
 def _running_when_all_started(job: Job) -> None:
-    current = Attempt.objects.filter(replica__job=job, number=job.attempt)
-    if current.count() == job.replicas and not current.filter(started_at__isnull=True).exists():
-        job_transition(
-            job=job,
-            to_state=Job.State.RUNNING,
-            reason=Reason("running", {"count": job.replicas, "attempt": job.attempt}),
-        )
+    """The job runs once every replica of its current try has started: at once for one
+    replica (its try has one attempt, the one just started), else when the database
+    counts them all started."""
+    if job.replicas > 1:
+        current = Attempt.objects.filter(replica__job=job, number=job.attempt)
+        counted = current.aggregate(attempts=Count("pk"), started=Count("started_at"))
+        if not counted["attempts"] == counted["started"] == job.replicas:
+            return
+    job_transition(
+        job=job,
+        to_state=Job.State.RUNNING,
+        reason=Reason("running", {"count": job.replicas, "attempt": job.attempt}),
+    )
 
 
 def attempt_phase_started(*, attempt_id: int, phase: str, at: datetime) -> bool:
@@ -131,9 +138,12 @@ def job_start_waits(*, job: Job, reason: Reason, data: dict | None = None) -> bo
 
 
 def _lock(attempt_id: int) -> tuple[Job, ReplicaAttempt | None]:
-    job_id = Attempt.objects.filter(pk=attempt_id).values_list("replica__job_id", flat=True).first()
-    if job_id is None:
+    """The attempt's job, then the attempt, each locked (the job's row alone, not the
+    rows its query joins)."""
+    job = (
+        Job.objects.select_for_update(of=("self",)).filter(replica_set__attempts=attempt_id).first()
+    )
+    if job is None:
         return None, None  # type: ignore[return-value]
-    job = Job.objects.select_for_update().get(pk=job_id)
     attempt = Attempt.objects.select_for_update().filter(pk=attempt_id).first()
     return job, attempt
