@@ -39,6 +39,9 @@ def site(slurm_use, db, settings, tmp_path):
     wait_for_controller()
     inventory_sync()
     # The pass hands reports to tasks; here they run in this process, as it calls them.
+    # Sent by name, they run eagerly only once registered: as in a worker, every task module
+    # is imported (run alone, this file's tasks went to the broker, and nothing ran them).
+    current_app.loader.import_default_modules()
     current_app.conf.task_always_eager = True
     yield prefix
     current_app.conf.task_always_eager = False
