@@ -102,15 +102,18 @@ def report_progress(
             attempt_id=attempt.pk, phase=Phase.TRAINING, at=parse_time(training["started_at"])
         )
         attempt.training_started_at = parse_time(training["started_at"])
+    noted: dict = {}
     if attempt.address is None and (where := folder.read(keeper.ADDRESS)):
         # Where the keeper put the replica in its node's job network (for the gang and people).
-        ReplicaAttempt.objects.filter(pk=attempt.pk).update(address=where["address"])
-        attempt.address = where["address"]
+        noted["address"] = where["address"]
     with contextlib.suppress(FileNotFoundError):
         size = folder.log.stat().st_size
         if size != attempt.log_offset:
-            ReplicaAttempt.objects.filter(pk=attempt.pk).update(log_offset=size)
-            attempt.log_offset = size
+            noted["log_offset"] = size
+    if noted:  # one round trip for both
+        ReplicaAttempt.objects.filter(pk=attempt.pk).update(**noted)
+        for name, value in noted.items():
+            setattr(attempt, name, value)
 
 
 def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datetime) -> None:
