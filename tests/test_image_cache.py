@@ -18,12 +18,12 @@ import pytest
 
 from jobs.execution.replica import image_cache
 from jobs.execution.replica.image_cache import (
-    ImageError,
     image_prepare,
     image_release,
     images_evict,
     unpack_count,
 )
+from jobs.execution.replica.image_error import ImageError
 
 
 @pytest.fixture(autouse=True)

@@ -260,11 +260,11 @@ def test_the_keeper_runs_without_django_or_site_packages():
         "from jobs.execution.replica import checkpoint, keeper, network, runner\n"
         "from jobs.execution.replica import sandbox, slots\n"
         "assert settings.TRAINYARD_SANDBOX is True\n"
-        "assert keeper._image_error({}) == ()\n"
+        "from jobs.execution.replica.image_error import ImageError\n"
         "unwanted = ('django', 'site', 'hashlib')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in unwanted))\n"
-        "from jobs.execution.replica import image_root\n"
-        "assert keeper._image_error({'digest': 'sha256:0'}).__name__ == 'ImageError'\n"
+        "from jobs.execution.replica import image_cache\n"
+        "assert image_cache.ImageError is ImageError\n"
     )
     root = str(Path(keeper.__file__).resolve().parents[3])
     python, *flags, script, folder = keeper.keeper_argv(sys.executable, Path("/attempt"))

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from jobs.execution.replica.image_cache import ImageError
+from jobs.execution.replica.image_error import ImageError
 from jobs.models import Image
 
 from .facts import image_facts

@@ -19,7 +19,7 @@ from jobs.execution.files import node_root
 from jobs.execution.replica import limits, runner, sandbox
 from jobs.execution.replica.failure import disk_full_reason
 from jobs.execution.replica.folder import AttemptFolder, active_attempt_ids, parse_time
-from jobs.execution.replica.image_cache import ImageError
+from jobs.execution.replica.image_error import ImageError
 from jobs.execution.replica.network import NetworkError
 from jobs.execution.replica.prepare import (
     attempt_phases,

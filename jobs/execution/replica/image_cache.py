@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .image_error import ImageError
+
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 UNPACK_TIMEOUT_SECONDS = 1800
 # A manifest or config is read whole: past this it is no image's (registries refuse a manifest
@@ -42,18 +44,6 @@ UNPACKS_LOG = "unpacks.log"  # a line per unpack: the digest (what tests and rep
 # root (bwrap cannot create a mount point in a read-only root), as real folders, never links.
 MOUNT_POINTS = ("dev", "proc", "sys", "tmp", "root", "var/tmp", "run", "trainyard")
 PROGRESS_SECONDS = 2.0
-
-
-class ImageError(Exception):
-    """An image that cannot be used; the message says why, for the attempt's reason.
-
-    ``node_fault``: the node cannot unpack images (no umoci, a hung unpack); another
-    node may. Otherwise the image itself is missing or broken, on every node alike.
-    """
-
-    def __init__(self, message: str, *, node_fault: bool = False) -> None:
-        super().__init__(message)
-        self.node_fault = node_fault
 
 
 @dataclass(frozen=True)

@@ -119,11 +119,13 @@ def main(folder: Path, node: str) -> int:
     except network.NetworkError as error:
         slot.close()
         return refuse(folder, plan, kind="network", problem=str(error))
+    from jobs.execution.replica.image_error import ImageError
+
     image = plan.get("image") or {}
     try:
         prepare_phases(folder, plan, slot.uid, replica_network)
         return run_script(folder, plan, replica_network)
-    except _image_error(image) as error:
+    except ImageError as error:
         return refuse(folder, plan, kind="image", problem=str(error), node_fault=error.node_fault)
     finally:
         if image:
@@ -132,17 +134,6 @@ def main(folder: Path, node: str) -> int:
             attempt_image_release(digest=image.get("digest"), attempt_id=plan["attempt_id"])
         network.replica_network_down(replica_network)
         slot.close()
-
-
-def _image_error(image: dict) -> type[Exception] | tuple[()]:
-    """What preparing the replica's image raises: its module (with hashlib's OpenSSL) is
-    imported only for a job with an image; without one, an empty tuple, which catches
-    nothing."""
-    if not image:
-        return ()
-    from jobs.execution.replica.image_cache import ImageError
-
-    return ImageError
 
 
 def refuse(folder: Path, plan: dict, *, kind: str, problem: str, node_fault: bool = True) -> int:

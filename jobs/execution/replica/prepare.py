@@ -37,7 +37,8 @@ from . import limits, network, sandbox
 from .checkpoint import checkpoint_mark, checkpoint_prepare
 from .folder import AttemptFolder
 from .gpu_driver import gpu_driver_files
-from .image_cache import CachedImage, ImageError
+from .image_cache import CachedImage
+from .image_error import ImageError
 from .image_root import attempt_image_prepare, image_environment, image_name
 from .script import command_script
 

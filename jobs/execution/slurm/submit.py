@@ -25,7 +25,7 @@ from django.utils import timezone
 from core.reasons import Reason
 from jobs.execution.replica import keeper, network, sandbox
 from jobs.execution.replica.folder import AttemptFolder
-from jobs.execution.replica.image_cache import ImageError
+from jobs.execution.replica.image_error import ImageError
 from jobs.execution.replica.image_root import image_plan
 from jobs.execution.replica.limits import process_limit
 from jobs.execution.replica.prepare import (
