@@ -1,7 +1,7 @@
 """Labels of another app that only this project's catalogue translates.
 
 django-axes ships no Simplified Chinese. Staff read its admin (lockouts, failed log-ins,
-the access log) through gettext, so ``locale/`` carries its model and field labels. They
+the access log) through gettext, so ``locale/`` carries its model, field and admin labels. They
 are named here because ``makemessages`` reads only this project's files: without them,
 ``make messages`` would drop their translations (tests/test_catalogue.py). Nothing
 imports this module; ``gettext_noop`` only marks each label for extraction.
