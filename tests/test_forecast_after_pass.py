@@ -2,6 +2,7 @@
 jobs the pass started are launched before it, and an estimate from a pass that a later
 one superseded is never written (jobs/scheduler/run.py)."""
 
+import gc
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from jobs.scheduler.run import (
     CURRENT_AT_KEY,
     STALE_SECONDS,
     _new_generation,
+    cycles_collected_after,
     forecast,
     locked_pass,
 )
@@ -105,3 +107,31 @@ def test_the_started_jobs_are_launched_before_the_forecast_runs(waiter):
     assert seen["launched"] == [starter.pk] == report.started
     assert seen["estimate then"] is None
     assert fresh(waiter).estimated_start is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cycle_collector_waits_until_the_pass_and_its_forecast_end(waiter, monkeypatch):
+    """Collecting cycles walks every object the worker holds, many times over a pass of
+    thousands of jobs: paused while the pass and its forecast run, and running again
+    after each, an error included (jobs/scheduler/run.py: cycles_collected_after)."""
+    starter = JobFactory(owner=waiter.owner, resource_kind="cpu", gpu_model=None, gpu_count=0)
+    seen = {}
+    estimates = SchedulingPass.estimates
+
+    def launch(job_ids: list[int]) -> None:
+        seen["launching"] = gc.isenabled()
+
+    def estimating(scheduling):
+        seen["forecasting"] = gc.isenabled()
+        return estimates(scheduling)
+
+    monkeypatch.setattr(SchedulingPass, "estimates", estimating)
+    assert gc.isenabled()
+
+    assert run_pass(launch=launch).started == [starter.pk]
+
+    assert seen == {"launching": False, "forecasting": False}
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError), cycles_collected_after():
+        1 / 0
+    assert gc.isenabled()
