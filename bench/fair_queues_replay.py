@@ -70,7 +70,7 @@ class Replay:
                 user: {gpu_key(AGGREGATE): cards, vgpu_key(AGGREGATE): 100 * cards}
                 for user, cards in self.world.quota.items()
             }
-        quotas.holdings = {user: [] for user in quotas.limits}
+        quotas.holdings = {user: {} for user in quotas.limits}
         quotas.usage = {user: {} for user in quotas.limits}
         quotas.borrowed = {user: {} for user in quotas.limits}
         quotas._borrow_limits = {}  # no borrow limits: borrowing is capped by idle capacity

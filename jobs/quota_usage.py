@@ -9,8 +9,8 @@ scheduler asks for many users at once (``quota_holdings_for``, 3 queries);
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 
@@ -41,9 +41,9 @@ def quota_usage_for(
     return usage
 
 
-@dataclass(frozen=True)
-class Holding:
-    """What one active job holds against its owner's quota, and since when."""
+class Holding(NamedTuple):
+    """What one active job holds against its owner's quota, and since when (a named
+    tuple: a pass reads one for every running job)."""
 
     job_id: int
     vector: ResourceVector

@@ -71,6 +71,17 @@ class ResourceVector(Mapping[str, int]):
     def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]
         return self._amounts.get(key, default)
 
+    # The dict's own views: ``Mapping``'s would look every key up again through
+    # ``__getitem__`` (a scheduling pass adds up thousands of vectors).
+    def keys(self):  # type: ignore[override]
+        return self._amounts.keys()
+
+    def items(self):  # type: ignore[override]
+        return self._amounts.items()
+
+    def values(self):  # type: ignore[override]
+        return self._amounts.values()
+
     def fits(self, capacity: Mapping[str, int]) -> bool:
         """Every amount is at most the capacity's (a key the capacity lacks has 0)."""
         return all(amount <= capacity.get(key, 0) for key, amount in self._amounts.items())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from core.reasons import Reason
@@ -46,15 +46,23 @@ class Quotas:
         self.catalog = catalog
         self.limits = quota_limits_for(user_ids=owner_ids)
         limited = {user_id for user_id, limits in self.limits.items() if limits}
-        self.holdings: dict[int, list[Holding]] = (
-            quota_holdings_for(user_ids=limited, catalog=catalog) if limited else {}
-        )
+        held = quota_holdings_for(user_ids=limited, catalog=catalog) if limited else {}
+        # Per owner, by job: a simulated end gives its job's holding back at once.
+        self.holdings: dict[int, dict[int, Holding]] = {
+            owner: {holding.job_id: holding for holding in holdings}
+            for owner, holdings in held.items()
+        }
         self.usage: dict[int, dict[str, int]] = {}
         self.borrowed: dict[int, dict[str, int]] = {}
         for user_id in limited:
             self.usage[user_id], self.borrowed[user_id] = {}, {}
-            for holding in self.holdings.get(user_id, ()):
-                _add(self.borrowed if holding.borrowed else self.usage, user_id, holding.vector)
+            # Running jobs mostly share their charge (one vector): each is added up once.
+            counted: dict[tuple[int, bool], list] = {}
+            for holding in self.holdings.get(user_id, {}).values():
+                key = (id(holding.vector), holding.borrowed)
+                counted.setdefault(key, [holding.vector, 0])[1] += 1
+            for (_vector, borrowed), (vector, times) in counted.items():
+                _add(self.borrowed if borrowed else self.usage, user_id, vector, times)
         self._borrow_limits: dict[int, dict[str, int]] | None = None  # read when first needed
         # Answers per (owner, request); an owner's are forgotten when their usage grows.
         # Requests are interned per pass (``request_from_values``): keyed by identity.
@@ -114,13 +122,13 @@ class Quotas:
         ended = []
         for owner, holdings in self.holdings.items():
             limits = self.limits.get(owner) or {}
-            for at, holding in sorted(
-                (pair for pair in enumerate(holdings) if pair[1].borrowed),
-                key=lambda pair: (pair[1].started_at is None, pair[1].started_at, pair[1].job_id),
+            for holding in sorted(
+                (holding for holding in holdings.values() if holding.borrowed),
+                key=lambda held: (held.started_at is None, held.started_at, held.job_id),
             ):
                 if _short_keys(holding.vector, self.usage[owner], limits):
                     continue
-                holdings[at] = replace(holding, borrowed=False)
+                holdings[holding.job_id] = holding._replace(borrowed=False)
                 _add(self.usage, owner, holding.vector)
                 _add(self.borrowed, owner, holding.vector, -1)
                 ended.append(holding.job_id)
@@ -136,29 +144,24 @@ class Quotas:
         self._answers.pop(job.owner_id, None)
         vector = charged_vector(job.request, physical=node_models, catalog=self.catalog)
         _add(self.borrowed if borrowed else self.usage, job.owner_id, vector)
-        self.holdings.setdefault(job.owner_id, []).append(
-            Holding(job.pk, vector, now, job.max_runtime_minutes, borrowed)
+        self.holdings.setdefault(job.owner_id, {})[job.pk] = Holding(
+            job.pk, vector, now, job.max_runtime_minutes, borrowed
         )
 
     def give_back(self, owner_id: int, job_id: int) -> None:
         """Stop counting a job that ends (the start forecast's simulated ends)."""
-        holdings = self.holdings.get(owner_id, [])
-        for at, holding in enumerate(holdings):
-            if holding.job_id == job_id:
-                # By place: ``remove`` would compare whole holdings, field by field.
-                del holdings[at]
-                self._answers.pop(owner_id, None)
-                totals = (self.borrowed if holding.borrowed else self.usage)[owner_id]
-                for key, amount in holding.vector.items():
-                    totals[key] = totals.get(key, 0) - amount
-                return
+        holding = self.holdings.get(owner_id, {}).pop(job_id, None)
+        if holding is None:
+            return
+        self._answers.pop(owner_id, None)
+        _add(self.borrowed if holding.borrowed else self.usage, owner_id, holding.vector, -1)
 
     def copy(self) -> Quotas:
         """Another view of the same limits and usage, to change without changing this one."""
         other = copy.copy(self)
         other.usage = {owner: dict(totals) for owner, totals in self.usage.items()}
         other.borrowed = {owner: dict(totals) for owner, totals in self.borrowed.items()}
-        other.holdings = {owner: list(held) for owner, held in self.holdings.items()}
+        other.holdings = {owner: dict(held) for owner, held in self.holdings.items()}
         other._answers = {}
         return other
 
@@ -178,10 +181,13 @@ class Quotas:
         )
 
 
-def _add(totals: dict[int, dict[str, int]], owner_id: int, vector: ResourceVector, sign=1) -> None:
+def _add(
+    totals: dict[int, dict[str, int]], owner_id: int, vector: ResourceVector, times: int = 1
+) -> None:
+    """Add ``vector`` ``times`` times (-1: take it away) to the owner's totals."""
     owned = totals[owner_id]
     for key, amount in vector.items():
-        owned[key] = owned.get(key, 0) + sign * amount
+        owned[key] = owned.get(key, 0) + times * amount
 
 
 def _short_keys(charge: ResourceVector, usage: dict[str, int], limits: dict[str, int]) -> list[str]:

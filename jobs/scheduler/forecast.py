@@ -138,7 +138,7 @@ class _Replay:
         owners = {
             holding.job_id: (owner, holding)
             for owner, held in quotas.holdings.items()
-            for holding in held
+            for holding in held.values()
         }
         likely: dict[int, datetime | None] = {}
         for release in releases:
