@@ -121,7 +121,7 @@ class ResourceReasons:
             if shape.replicas > 1:
                 count = sum(1 for node in free.nodes if fit_on_node(node, shape))
         reason = _needs(shape.replicas, what, count)
-        outside = sum(self.cluster.held_outside.get(node.pk, 0) for node in free.nodes)
+        outside = free.held_outside
         if outside and shape.gpu_count:
             cards = Reason("amount.cards", {"count": outside, "model": requested})
             return Reason("wait.outside", {"reason": reason, "cards": cards})
@@ -130,7 +130,9 @@ class ResourceReasons:
     def _free_amounts(self, shape: Shape) -> _FreeAmounts:
         if shape.models not in self._free:
             nodes = [node for node in self.cluster.nodes.values() if shape.admits(node)]
-            self._free[shape.models] = _FreeAmounts(nodes)
+            free = self._free[shape.models] = _FreeAmounts(nodes)
+            held = self.cluster.held_outside
+            free.held_outside = sum(held.get(node.pk, 0) for node in nodes) if held else 0
         return self._free[shape.models]
 
     def _dimensions(
@@ -177,19 +179,26 @@ class _FreeAmounts:
         self.cpu = sorted(node.cpu_free for node in nodes)
         self.memory = sorted(node.memory_free for node in nodes)
         self.storage = sorted(node.storage_free for node in nodes)
+        self._cards = None  # free compute and memory, [node, card], once a share asks
+        self.held_outside = 0  # cards on these nodes held by jobs not Trainyard's
 
     def nodes_with_shares(self, shape: Shape) -> int:
-        return sum(
-            1
-            for node in self.nodes
-            if sum(
-                1
-                for card in node.cards.values()
-                if card.compute_free >= shape.vgpu_percent
-                and card.memory_free_mib >= shape.vgpu_memory_mib
-            )
-            >= shape.gpu_count
-        )
+        """How many nodes have ``shape.gpu_count`` cards with room for its share each."""
+        # numpy where a share waits (the scheduler), not at every start-up: a pass asks
+        # this of every share shape that waits, each over every card.
+        import numpy as np
+
+        if self._cards is None:
+            width = max((len(node.cards) for node in self.nodes), default=0)
+            free = np.full((2, len(self.nodes), width), -1, np.int64)  # padding never fits
+            for row, node in enumerate(self.nodes):
+                for column, card in enumerate(node.cards.values()):
+                    free[0, row, column] = card.compute_free
+                    free[1, row, column] = card.memory_free_mib
+            self._cards = free
+        compute, memory = self._cards
+        fits = (compute >= shape.vgpu_percent) & (memory >= shape.vgpu_memory_mib)
+        return int(np.count_nonzero(fits.sum(1) >= shape.gpu_count))
 
 
 def _at_least(values: list[int], amount: int) -> int:
