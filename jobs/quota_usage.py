@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from core.timestamps import EpochMicros, from_micros
 from jobs.models import Job, Replica
 from resources.catalog import ModelCatalog
 from resources.quota import REQUEST_FIELDS, charged_vector, request_from_values
@@ -61,8 +62,10 @@ def quota_holdings_for(
     if user_ids is not None:
         active = active.filter(owner_id__in=set(user_ids))
     rows = list(
-        active.order_by("pk").values_list(
-            "pk", "owner_id", "started_at", "max_runtime_minutes", "borrowed", *REQUEST_FIELDS
+        active.annotate(started=EpochMicros("started_at"))
+        .order_by("pk")
+        .values_list(
+            "pk", "owner_id", "started", "max_runtime_minutes", "borrowed", *REQUEST_FIELDS
         )
     )
     model_at = 5 + REQUEST_FIELDS.index("gpu_model__name")
@@ -90,6 +93,6 @@ def quota_holdings_for(
             physical = placed_on.get(job_id) or [requested] * request.replicas
             vector = charged[key] = charged_vector(request, physical=physical, catalog=catalog)
         holdings.setdefault(owner_id, []).append(
-            Holding(job_id, vector, started_at, max_runtime, borrowed)
+            Holding(job_id, vector, from_micros(started_at), max_runtime, borrowed)
         )
     return holdings

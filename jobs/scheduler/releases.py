@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.db.models.functions import Coalesce
 
+from core.timestamps import EpochMicros, from_micros
 from jobs.models import Job
 from resources.models import Allocation, CardAllocation, Node
 
@@ -31,8 +32,9 @@ def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
     releases = []
     final_states = set(Job.FINAL_STATES)
     durations: dict[int, timedelta] = {}
-    # The job's start, or the allocation's while it starts: one timestamp a row to read.
-    rows = ready.annotate(since=Coalesce("replica__job__started_at", "created_at"))
+    # The job's start, or the allocation's while it starts: one timestamp a row to read,
+    # as an integer (``core.timestamps``).
+    rows = ready.annotate(since=EpochMicros(Coalesce("replica__job__started_at", "created_at")))
     for row in rows.order_by("created_at", "pk").values_list(
         "pk",
         "node_id",
@@ -54,6 +56,7 @@ def load_releases(cluster: Cluster, now: datetime) -> list[Release]:
         if state in final_states:
             releases.append(Release(now, len(releases), use, job, now))
             continue
+        since = from_micros(since)
         end = None
         if max_runtime is not None:
             duration = durations.get(max_runtime) or durations.setdefault(
