@@ -323,3 +323,33 @@ def test_the_pass_places_by_the_fragmentation_of_the_recent_jobs_workload(
 
     assert placement(cpu_job) == [(node, [])]
     assert_invariants()
+
+
+def test_the_wait_reason_counts_the_nodes_with_enough_cards_for_a_jobs_shares():
+    """``nodes_with_shares``: a node counts when that many of its cards each have the
+    share's compute and card memory free; nodes of fewer cards than others too."""
+    from jobs.scheduler.cluster import CardState, NodeState
+    from jobs.scheduler.placement import Shape
+    from jobs.scheduler.reasons import _FreeAmounts
+
+    def node(pk: int, *cards: tuple[int, int]) -> NodeState:
+        states = {
+            i: CardState(i, 10 * pk + i, 16_384, compute, memory)
+            for i, (compute, memory) in enumerate(cards)
+        }
+        return NodeState(pk, f"gpu{pk:02}", "V100", 8_000, 65_536, 100, states)
+
+    free = _FreeAmounts(
+        [
+            node(1, (50, 8_192), (50, 8_192)),  # two cards with room
+            node(2, (50, 8_192), (30, 8_192)),  # one: too little compute on the other
+            node(3, (50, 2_048), (100, 16_384), (100, 16_384), (100, 16_384)),  # three
+            node(4, (40, 16_384)),  # one card alone
+        ]
+    )
+    share = Shape("vgpu", ("V100",), 2, 40, 4_096, 1_000, 1_024, 10, 1)
+
+    assert free.nodes_with_shares(share) == 2
+    assert free.nodes_with_shares(share._replace(gpu_count=1)) == 4
+    assert free.nodes_with_shares(share._replace(vgpu_percent=50)) == 2
+    assert free.nodes_with_shares(share._replace(gpu_count=3)) == 1
