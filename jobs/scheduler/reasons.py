@@ -179,26 +179,23 @@ class _FreeAmounts:
         self.cpu = sorted(node.cpu_free for node in nodes)
         self.memory = sorted(node.memory_free for node in nodes)
         self.storage = sorted(node.storage_free for node in nodes)
-        self._cards = None  # free compute and memory, [node, card], once a share asks
+        self._arrays = None  # ``NodeArrays`` of these nodes, once a share asks
         self.held_outside = 0  # cards on these nodes held by jobs not Trainyard's
 
     def nodes_with_shares(self, shape: Shape) -> int:
         """How many nodes have ``shape.gpu_count`` cards with room for its share each."""
-        # numpy where a share waits (the scheduler), not at every start-up: a pass asks
-        # this of every share shape that waits, each over every card.
-        import numpy as np
+        # On placement's arrays (numpy), built where a share waits, not at every start-up:
+        # a pass asks this of every share shape that waits, each over every card. A padding
+        # card has no free compute, and a share asks for some: it never fits.
+        from .node_arrays import NodeArrays
 
-        if self._cards is None:
-            width = max((len(node.cards) for node in self.nodes), default=0)
-            free = np.full((2, len(self.nodes), width), -1, np.int64)  # padding never fits
-            for row, node in enumerate(self.nodes):
-                for column, card in enumerate(node.cards.values()):
-                    free[0, row, column] = card.compute_free
-                    free[1, row, column] = card.memory_free_mib
-            self._cards = free
-        compute, memory = self._cards
-        fits = (compute >= shape.vgpu_percent) & (memory >= shape.vgpu_memory_mib)
-        return int(np.count_nonzero(fits.sum(1) >= shape.gpu_count))
+        if self._arrays is None:
+            self._arrays = NodeArrays(self.nodes)
+        arrays = self._arrays
+        fits = (arrays.compute >= shape.vgpu_percent) & (
+            arrays.card_memory >= shape.vgpu_memory_mib
+        )
+        return int((fits.sum(1) >= shape.gpu_count).sum())
 
 
 def _at_least(values: list[int], amount: int) -> int:
