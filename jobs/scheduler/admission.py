@@ -56,13 +56,14 @@ class Quotas:
         self.borrowed: dict[int, dict[str, int]] = {}
         for user_id in limited:
             self.usage[user_id], self.borrowed[user_id] = {}, {}
-            # Running jobs mostly share their charge (one vector): each is added up once.
-            counted: dict[tuple[int, bool], list] = {}
+            # Running jobs mostly share their charge (one vector, ``quota_holdings_for``):
+            # each distinct one is added up once, times the jobs holding it.
+            times: dict[tuple[int, bool], list] = {}  # (vector's id, borrowed) -> [vector, n]
             for holding in self.holdings.get(user_id, {}).values():
                 key = (id(holding.vector), holding.borrowed)
-                counted.setdefault(key, [holding.vector, 0])[1] += 1
-            for (_vector, borrowed), (vector, times) in counted.items():
-                _add(self.borrowed if borrowed else self.usage, user_id, vector, times)
+                times.setdefault(key, [holding.vector, 0])[1] += 1
+            for (_identity, borrowed), (vector, count) in times.items():
+                _add(self.borrowed if borrowed else self.usage, user_id, vector, count)
         self._borrow_limits: dict[int, dict[str, int]] | None = None  # read when first needed
         # Answers per (owner, request); an owner's are forgotten when their usage grows.
         # Requests are interned per pass (``request_from_values``): keyed by identity.
