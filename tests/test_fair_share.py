@@ -14,6 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from billing import fair_share
 from billing.accounts import account_for_user
 from billing.fair_share import decayed_usage, fair_share_factors
 from billing.models import UsageRecord
@@ -89,6 +90,27 @@ def test_the_factor_is_one_without_use_and_halves_at_the_users_share():
     factors = fair_share_factors(user_ids={a.pk, b.pk, idle.pk}, now=timezone.now())
     assert factors[a.pk] == pytest.approx(2 ** -((3 / 4) / (7 / 9)))
     assert factors[a.pk] > factors[b.pk]
+
+
+def test_the_decayed_usage_is_read_from_the_ledger_once_per_refresh(
+    django_assert_num_queries,
+):
+    """Passes, Slurm submissions and API records all ask for factors: the ledger's sum is
+    kept for ``USAGE_REFRESH_SECONDS`` (as Slurm's ``PriorityCalcPeriod``), the shares not."""
+    p4, heavy, light = GpuModelFactory(name="P4"), UserFactory(), UserFactory()
+    used(heavy, p4, hours=3, ago=timedelta(0))
+    now = timezone.now()
+    first = fair_share_factors(user_ids={heavy.pk, light.pk}, now=now)
+    used(light, p4, hours=3, ago=timedelta(0))  # within the refresh: not counted yet
+    with django_assert_num_queries(2):  # the site's settings and the shares
+        again = fair_share_factors(user_ids={heavy.pk, light.pk}, now=now + timedelta(seconds=5))
+    assert again == first and again[light.pk] == 1.0
+    UserShare.objects.create(user=light, shares=3)  # an admin's change counts at once
+    shared = fair_share_factors(user_ids={heavy.pk, light.pk}, now=now + timedelta(seconds=5))
+    assert shared[heavy.pk] > first[heavy.pk]
+    later = now + timedelta(seconds=fair_share.USAGE_REFRESH_SECONDS)
+    refreshed = fair_share_factors(user_ids={heavy.pk, light.pk}, now=later)
+    assert refreshed[light.pk] < 1.0  # the refresh reads the ledger again
 
 
 def test_the_half_life_is_the_sites_setting():
