@@ -12,6 +12,14 @@ Slurm's classic multifactor formula, on what billing already records:
 orders jobs of one priority by it, highest first (``jobs/scheduler/queue.py``).
 Rows are summed per user, model and day in one query over ten half-lives (after
 which a row weighs under 0.1 %); each day decays from its middle.
+
+That sum is the costly part (its three queries read up to ten half-lives of the ledger),
+and every scheduling pass, every Slurm submission and every job's API record asks for
+factors. So, as Slurm recomputes its decayed usage once per ``PriorityCalcPeriod``
+(5 minutes by default) rather than per job, the decayed usage is kept in the cache for
+``USAGE_REFRESH_SECONDS``: a factor then costs two queries (the site's settings and the
+shares, which an admin's change moves at once), and a job's usage counts within that
+refresh of its row being written.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.core.cache import cache
 from django.db.models import Sum
 from django.db.models.functions import TruncDate
 
@@ -28,15 +37,17 @@ from billing.pricing import PriceBook
 from resources.models import SiteSettings, UsageWeight, UserShare
 
 WINDOW_HALF_LIVES = 10
+USAGE_REFRESH_SECONDS = 10
+USAGE_KEY = "trainyard:fair-share-usage"
 
 
 def fair_share_factors(*, user_ids: set[int], now: datetime) -> dict[int, float]:
-    """The factor of each user of ``user_ids`` (5 queries: the site's settings, prices,
-    weights, the ledger's days and the shares)."""
+    """The factor of each user of ``user_ids`` (2 queries: the site's settings and the
+    shares; 5 when the decayed usage is recomputed: prices, weights, the ledger's days)."""
     if not user_ids:
         return {}
     half_life = timedelta(days=SiteSettings.load().fair_share_half_life_days)
-    usage = decayed_usage(now=now, half_life=half_life)
+    usage = recent_usage(now=now, half_life=half_life)
     users = set(user_ids) | {user for user, used in usage.items() if used > 0}
     shares = dict(UserShare.objects.filter(user_id__in=users).values_list("user_id", "shares"))
     total_usage = sum(usage.values())
@@ -50,6 +61,27 @@ def fair_share_factors(*, user_ids: set[int], now: datetime) -> dict[int, float]
         entitled = shares.get(user, 1) / total_shares
         factors[user] = 2.0 ** (-used / entitled)
     return factors
+
+
+def recent_usage(*, now: datetime, half_life: timedelta) -> dict[int, float]:
+    """``decayed_usage`` as computed at most ``USAGE_REFRESH_SECONDS`` before ``now`` with
+    this half-life (the cache's copy), else computed now and kept."""
+    kept = cache.get(USAGE_KEY)
+    if (
+        kept is not None
+        and kept["half_life"] == half_life
+        and 0 <= now.timestamp() - kept["at"] < USAGE_REFRESH_SECONDS
+    ):
+        return kept["usage"]
+    usage = decayed_usage(now=now, half_life=half_life)
+    kept = {"at": now.timestamp(), "half_life": half_life, "usage": usage}
+    cache.set(USAGE_KEY, kept, timeout=USAGE_REFRESH_SECONDS)
+    return usage
+
+
+def forget_recent_usage() -> None:
+    """Drop the kept decayed usage: the next factor reads the ledger again."""
+    cache.delete(USAGE_KEY)
 
 
 def decayed_usage(*, now: datetime, half_life: timedelta) -> dict[int, float]:

@@ -6,6 +6,7 @@ from django.contrib.auth.hashers import get_hashers, get_hashers_by_algorithm
 from django.db import connection
 from django.utils import translation
 
+from billing.fair_share import forget_recent_usage
 from tests.factories import ProjectFactory, UserFactory
 from tests.support import processes as processes_
 from tests.support.browser_network import (
@@ -84,6 +85,13 @@ def site_language():
     translation.deactivate()
     yield
     translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
+def fresh_fair_share():
+    """A test's factors read its own ledger: not the decayed usage an earlier test on this
+    worker left in the cache (``billing.fair_share.recent_usage``)."""
+    forget_recent_usage()
 
 
 @pytest.fixture

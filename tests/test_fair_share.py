@@ -107,7 +107,7 @@ def test_the_decayed_usage_is_read_from_the_ledger_once_per_refresh(
     assert again == first and again[light.pk] == 1.0
     UserShare.objects.create(user=light, shares=3)  # an admin's change counts at once
     shared = fair_share_factors(user_ids={heavy.pk, light.pk}, now=now + timedelta(seconds=5))
-    assert shared[heavy.pk] > first[heavy.pk]
+    assert shared[heavy.pk] < first[heavy.pk]  # light's 3 shares of 4 shrink heavy's
     later = now + timedelta(seconds=fair_share.USAGE_REFRESH_SECONDS)
     refreshed = fair_share_factors(user_ids={heavy.pk, light.pk}, now=later)
     assert refreshed[light.pk] < 1.0  # the refresh reads the ledger again
