@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import socket
 import stat
 import time
 from pathlib import Path
@@ -79,6 +78,8 @@ def _is_network(text: str) -> bool:
 
 
 def _resolve(name: str) -> list[str]:
+    import socket  # here, not above: every Slurm replica's keeper imports this module
+
     return sorted({info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP)})
 
 

@@ -18,7 +18,6 @@ writing the end, so that ``exit.json`` still fits on a full disk.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -28,7 +27,6 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -89,6 +87,8 @@ def take_lock(folder: Path) -> int | None:
 
 def limits_for(spec: dict):
     """What the child applies to itself between fork and exec."""
+    import ctypes  # here, not above: every Slurm replica's keeper imports this module
+
     libc = ctypes.CDLL(None, use_errno=True)
     cgroup, memory_bytes = spec.get("cgroup"), spec.get("memory_bytes")
     cpus, sandboxed = spec.get("cpus"), spec.get("sandboxed")
@@ -327,6 +327,8 @@ def main(folder: Path) -> None:
     try:
         supervise(folder)
     except BaseException:
+        import traceback  # here, not above: every Slurm replica's keeper imports this module
+
         traceback.print_exc()  # into runner.err; the agent reports the attempt lost
         os._exit(1)
     os._exit(0)
