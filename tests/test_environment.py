@@ -7,8 +7,11 @@ from jobs.environment import (
     environment_input_for_job,
     job_environment,
 )
+from jobs.execution.replica.prepare import replica_placement
+from jobs.models import ReplicaAttempt
 from resources.models import SiteSettings
 from tests.factories import JobFactory
+from tests.running_job import running_job
 
 
 def test_distributed_replica_gets_rendezvous_and_paths():
@@ -83,3 +86,16 @@ def test_the_grace_is_the_sites_preemption_grace():
         job_environment(environment_input_for_job(preemptible))["TRAINYARD_PREEMPT_GRACE"] == "90"
     )
     assert "TRAINYARD_PREEMPT_GRACE" not in job_environment(environment_input_for_job(plain))
+
+
+@pytest.mark.django_db
+def test_a_single_replicas_placement_asks_only_for_its_ports(
+    owner, project, django_assert_num_queries
+):
+    """Every start asks for it: a job of one replica has no rendezvous and no master to read."""
+    running = running_job(owner=owner, project=project)
+    attempt = ReplicaAttempt.objects.select_related("replica__job").get(pk=running.attempt.pk)
+    with django_assert_num_queries(1):  # the ports published for it
+        placement = replica_placement(attempt)
+    assert placement.host_ports == {8080: 40123}
+    assert (placement.master_addr, placement.master_port) == (None, None)
