@@ -230,22 +230,24 @@ def replica_placement(attempt: ReplicaAttempt, *, networked: bool = False) -> Re
             "job_port", "host_port"
         )
     )
-    rendezvous = (
-        PortAllocation.objects.filter(replica__job=job, replica__index=0, job_port__isnull=True)
-        .select_related("replica__node")
-        .first()
-    )
-    master = job.replica_set.filter(index=0).select_related("node").first()
-    master_addr = master.node.address if master and master.node else None
-    if networked and master_addr:
-        master_addr = network.reachable_address(master_addr)
+    master_addr = master_port = None
+    if job.task_mode == Job.TaskMode.DISTRIBUTED:  # a rendezvous only among replicas
+        master_port = (
+            PortAllocation.objects.filter(replica__job=job, replica__index=0, job_port__isnull=True)
+            .values_list("host_port", flat=True)
+            .first()
+        )
+        master = job.replica_set.filter(index=0).select_related("node").first()
+        master_addr = master.node.address if master and master.node else None
+        if networked and master_addr:
+            master_addr = network.reachable_address(master_addr)
     return ReplicaPlacement(
         index=replica.index,
         attempt=attempt.number,
         card_indices=list(replica.card_indices or []),
         host_ports=host_ports,
         master_addr=master_addr,
-        master_port=rendezvous.host_port if rendezvous else None,
+        master_port=master_port,
     )
 
 
