@@ -16,15 +16,11 @@ refresh now) and of one within the refresh (``USAGE_REFRESH_SECONDS``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
 import time
 from datetime import timedelta
-from pathlib import Path
 
 from scratch import django_setup, scratch_database
-
-HERE = Path(__file__).resolve().parent
 
 
 def main() -> None:
@@ -33,11 +29,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--owners", type=int, default=50, help="owners of waiting jobs asked")
     args = parser.parse_args()
-    django_setup()
-    ledger = _bench_module("billing.py")
+    django_setup()  # the project first on the path: ``billing`` is the app from here on
+    from bench.billing import FIRST_DAY, populate
+
     with scratch_database("fairsharebench"):
-        ledger.populate(args.rows, 1)
-        measure(ledger.FIRST_DAY + timedelta(days=31), args.owners, args.repeat)
+        populate(args.rows, 1)
+        measure(FIRST_DAY + timedelta(days=31), args.owners, args.repeat)
 
 
 def measure(now, owners: int, repeat: int) -> None:
@@ -68,14 +65,6 @@ def measure(now, owners: int, repeat: int) -> None:
     print(f"  summed from the ledger (baseline)  {summed * 1000:8.1f} ms  {summed_queries} queries")
     print(f"  kept within the refresh            {kept * 1000:8.1f} ms  {kept_queries} queries")
     print(f"  ratio summed / kept                {summed / kept:8.1f}")
-
-
-def _bench_module(name: str):
-    """A sibling bench by path: ``billing.py`` here would shadow the ``billing`` app."""
-    spec = importlib.util.spec_from_file_location(f"bench_{Path(name).stem}", HERE / name)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 if __name__ == "__main__":
