@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 
 from jobs.execution.replica.folder import AttemptFolder
@@ -107,13 +108,16 @@ def test_a_job_whose_nodes_all_close_before_its_sbatch_waits_again_instead_of_fa
     # before this test's own pass admits it and the nodes close.
     cache.add(PASS_QUEUED_KEY, 1, PASS_QUEUED_SECONDS)
     job = gpu_job("true", max_retries=0)
-    run_pass()  # admitted: starting, but nothing launches it
-    # What the launch does before it hands the attempt to the Slurm executor.
-    replica = Replica.objects.get(job=job)
-    attempt = ReplicaAttempt.objects.create(replica=replica, number=1, node=replica.node)
-    assert attempt.node is None  # Slurm places it
-    for node in slurm.nodes:
-        node_set_state(node=node, state=Node.State.DRAINING, reason="Maintenance")
+    # One transaction: no other pass (beat's, or one a node change asks for) sees the job
+    # admitted with its nodes still open, nor without the attempt the launch makes.
+    with transaction.atomic():
+        run_pass()  # admitted: starting, but nothing launches it
+        # What the launch does before it hands the attempt to the Slurm executor.
+        replica = Replica.objects.get(job=job)
+        attempt = ReplicaAttempt.objects.create(replica=replica, number=1, node=replica.node)
+        assert attempt.node is None  # Slurm places it
+        for node in slurm.nodes:
+            node_set_state(node=node, state=Node.State.DRAINING, reason="Maintenance")
 
     submit.submit_attempts([attempt.pk])
 
