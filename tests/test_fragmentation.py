@@ -79,10 +79,11 @@ def test_a_share_goes_to_the_card_it_leaves_usable_for_the_workloads_shares():
 
 
 def test_fragmentation_is_the_free_compute_each_shape_cannot_use_weighted_by_its_count():
-    workload = Workload.of([share(50)] * 3 + [whole()] * 1)
+    # The rarest shape, one 20 % share, is left out (``COVERAGE``).
+    workload = Workload.of([share(50)] * 2 + [whole()] * 2 + [share(20)])
     # Cards 100 % and 30 % free, 16 cores: the whole-card shape can use the 100 (not the
     # 30); the 50 % share can use the 100 (not the 30).
-    assert workload.fragmentation(node(1, cards=[100, 30], cores=16)) == 3 * 30 + 1 * 30
+    assert workload.fragmentation(node(1, cards=[100, 30], cores=16)) == 2 * 30 + 2 * 30
     # Too few cores, or too little memory, for either: all 130 % is fragmented for both.
     assert workload.fragmentation(node(2, cards=[100, 30], cores=1)) == 4 * 130
     assert workload.fragmentation(node(4, cards=[100, 30], cores=16, memory_gib=2)) == 4 * 130
@@ -111,10 +112,10 @@ def test_nothing_is_placed_where_it_does_not_fit_whatever_the_fragmentation():
 
 
 def test_the_workload_keeps_the_common_gpu_shapes_and_leaves_out_cpu_only_ones():
-    shapes = [share(50)] * 60 + [whole()] * 36 + [whole(cards=8)] * 4 + [cpu_only(4)] * 50
+    shapes = [share(50)] * 45 + [whole()] * 40 + [whole(cards=8)] * 15 + [cpu_only(4)] * 50
     workload = Workload.of(shapes)
-    # 95 % of the 100 GPU replicas are covered by the two commonest shapes.
-    assert [(d.cards, d.percent, d.count) for d in workload.demands] == [(1, 50, 60), (1, 100, 36)]
+    # Half of the 100 GPU replicas (``COVERAGE``) takes the two commonest shapes.
+    assert [(d.cards, d.percent, d.count) for d in workload.demands] == [(1, 50, 45), (1, 100, 40)]
     assert Workload.of([cpu_only(4)] * 3) is None
 
 
@@ -239,3 +240,20 @@ def test_a_workload_from_counted_shapes_is_the_workload_of_the_shapes_listed():
     # Node memory is the median of the jobs', as statistics.median_low has it.
     (share_demand,) = (d for d in Workload.of(counted).demands if not d.whole)
     assert share_demand.node_memory_mib == median_low(s.memory_mib for s in listed[:7])
+
+
+def test_a_share_goes_where_the_plan_of_the_arrived_shares_packs_it_not_the_tightest_card():
+    # 70 % and 30 % shares fill a card together, 45 % ones pair up (``share_packing``). A
+    # third 30 % share on a card holding two (40 % free) would leave 10 % that nothing
+    # uses, and take the 30 % a 70 % share's card waits for: it opens a whole card
+    # instead, though best fit and F both prefer the tighter one.
+    workload = [share(70)] * 10 + [share(30)] * 10 + [share(45)] * 10
+    nodes = (node(1, cards=[40], cores=16), node(2, cards=[100], cores=16))
+    assert chosen(cluster(*nodes), share(30)) == [("n1", (0,))]
+    assert chosen(cluster(*nodes, workload=workload), share(30)) == [("n2", (0,))]
+    # The same between the cards of one node.
+    one = node(1, cards=[40, 100], cores=16)
+    assert chosen(cluster(one, workload=workload), share(30)) == [("n1", (1,))]
+    # Beside a 70 % share it is on plan, and the tightest: it fills that card.
+    nodes = (node(1, cards=[30], cores=16), node(2, cards=[100], cores=16))
+    assert chosen(cluster(*nodes, workload=workload), share(30)) == [("n1", (0,))]

@@ -104,7 +104,7 @@ def test_virtual_gpus_share_a_card_only_while_its_memory_lasts(v100):
 def test_a_share_packs_onto_the_card_already_in_use(v100):
     NodeFactory(name="gpu01", gpu_model=v100, gpu_count=2)
     first = vgpu_job(v100, percent=50, memory_gib=4)
-    second = vgpu_job(v100, percent=30, memory_gib=4)
+    second = vgpu_job(v100, percent=50, memory_gib=4)
 
     run_pass()
 
