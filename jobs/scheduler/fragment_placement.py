@@ -3,9 +3,10 @@ where the fragmentation grows least (``fragmentation.py``), best fit breaking ti
 
 Every node is scored at once on the cluster's arrays (``node_arrays.py``): which
 nodes fit, what each would look like after (the cards ``placement.fit_on_node``
-would take: the wholly free ones, or the tightest card with room for a share), the
-growth of their fragmentation, then best fit's own order (``placement.fit_score``)
-among equals. ``placement`` builds what each chosen node takes.
+would take: the wholly free ones, or the tightest card with room for a share, one
+where it stays on the workload's share plan first), whether a share leaves that plan
+(``share_packing.py``), the growth of their fragmentation, then best fit's own order
+(``placement.fit_score``) among equals. ``placement`` builds what each chosen node takes.
 
 A node's scores for a shape depend on that node alone, so they are kept per shape
 (``Scores``) and only the rows a placement changed since are scored again: a pass
@@ -21,12 +22,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cluster import Cluster, NodeState
+from .cluster import FULL_CARD_PERCENT, Cluster, NodeState
 from .fragmentation import CardsAfter, grows_everywhere
 from .node_arrays import NodeArrays
+from .share_packing import SharePlan
 
-# The keys, most significant first: the growth of F, then best fit's order.
-KEYS = 5
+# The keys, most significant first: a share off the plan, the growth of F, then best
+# fit's order.
+KEYS = 6
 # Rows changed since a shape was last scored, up to which they are scored one by one
 # (``score_node``): numpy's cost per call outweighs its speed on a few rows.
 FEW_ROWS = 4
@@ -143,12 +146,14 @@ def _best(rows: np.ndarray, keys: np.ndarray, count: int) -> np.ndarray:
 
 
 def _keys(cluster: Cluster, arrays: NodeArrays, shape, rows: np.ndarray) -> Keys:
-    """Which of ``rows`` fit ``shape``, and their keys: the growth of the fragmentation,
-    then best fit's (wholly free cards left and cards newly stranded, in the order the
-    shape weighs them; free compute left; free CPU left)."""
-    after = _after(arrays, shape, rows)
-    if after is None:
+    """Which of ``rows`` fit ``shape``, and their keys: whether a share leaves the plan,
+    the growth of the fragmentation, then best fit's (wholly free cards left and cards
+    newly stranded, in the order the shape weighs them; free compute left; free CPU left)."""
+    shares = cluster.workload.shares if shape.is_vgpu else None
+    placed = _after(arrays, shape, rows, shares)
+    if placed is None:
         return Keys(np.empty(0, np.int64), np.empty((KEYS, 0), np.int64))
+    after, off_plan = placed
     grows = grows_everywhere(cluster.workload, arrays, after)
     whole_left = after.whole.sum(1)
     compute_left = after.compute.sum(1)
@@ -159,12 +164,15 @@ def _keys(cluster: Cluster, arrays: NodeArrays, shape, rows: np.ndarray) -> Keys
         arrays.compute[fitting].sum(1), arrays.cpu[fitting], arrays.memory[fitting], np.minimum
     )
     first, second = (whole_left, stranded) if shape.whole_cards else (stranded, whole_left)
-    keys = np.array([grows, first, second, compute_left, after.cpu], np.int64)
+    keys = np.array([off_plan, grows, first, second, compute_left, after.cpu], np.int64)
     return Keys(fitting, keys.reshape(KEYS, len(fitting)))
 
 
-def _after(arrays: NodeArrays, shape, rows: np.ndarray) -> CardsAfter | None:
-    """Which of ``rows`` fit, and what they would be after the shape took its cards."""
+def _after(
+    arrays: NodeArrays, shape, rows: np.ndarray, shares: SharePlan | None
+) -> tuple[CardsAfter, np.ndarray] | None:
+    """Which of ``rows`` fit, what they would be after the shape took its cards, and
+    whether its share there leaves ``shares``' plan (1) or not (0)."""
     cpu, node_memory = arrays.cpu[rows], arrays.memory[rows]
     fits_node = (
         arrays.models_mask(shape.models)[arrays.model[rows]]
@@ -186,18 +194,26 @@ def _after(arrays: NodeArrays, shape, rows: np.ndarray) -> CardsAfter | None:
     rows = rows[chosen]
     compute, memory = arrays.compute[rows], arrays.card_memory[rows]
     whole = whole[chosen]
+    off_plan = np.zeros(len(rows), np.int64)
     if shape.whole_cards:
         taken = whole & (np.cumsum(whole, axis=1) <= shape.whole_cards)
         compute[taken], memory[taken] = 0, 0
         whole = whole & ~taken
     elif shape.is_vgpu:
-        # The tightest card with room: least free compute, then memory, then index.
+        # The tightest card with room: least free compute, then memory, then index; on
+        # the plan before off it.
         fits = fits_card[chosen]
-        tightness = np.where(fits, compute * (1 << 32) + memory, np.iinfo(np.int64).max)
+        tightness = compute * (1 << 32) + memory
+        if shares is not None:
+            off_card = ~shares.on_plan[FULL_CARD_PERCENT - compute, shape.vgpu_percent]
+            tightness += off_card.astype(np.int64) << 50
+        tightness = np.where(fits, tightness, np.iinfo(np.int64).max)
         column = np.argmin(tightness, axis=1)
         everyone = np.arange(len(rows))
+        if shares is not None:
+            off_plan = off_card[everyone, column].astype(np.int64)
         compute[everyone, column] -= shape.vgpu_percent
         memory[everyone, column] -= shape.vgpu_memory_mib
         whole[everyone, column] = False
     cpu, node_memory = cpu[chosen] - shape.cpu_milli, node_memory[chosen] - shape.memory_mib
-    return CardsAfter(rows, cpu, node_memory, compute, memory, whole)
+    return CardsAfter(rows, cpu, node_memory, compute, memory, whole), off_plan

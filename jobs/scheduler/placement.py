@@ -21,12 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from resources.models import ResourceKind
 from resources.request import ResourceRequest
 
 from .cluster import FULL_CARD_PERCENT, CardUse, Cluster, NodeState, ReplicaUse, Typical
+
+if TYPE_CHECKING:
+    from .share_packing import SharePlan
 
 # How many fitting nodes, in best-fit order, are scored before one is chosen:
 # enough to avoid stranding cards, few enough for thousands of jobs a pass.
@@ -87,8 +90,11 @@ class Outcome:
 View = Callable[[NodeState], NodeState]
 
 
-def fit_on_node(node: NodeState, shape: Shape) -> ReplicaUse | None:
-    """What one replica would take on ``node`` now, or None if it does not fit."""
+def fit_on_node(
+    node: NodeState, shape: Shape, shares: SharePlan | None = None
+) -> ReplicaUse | None:
+    """What one replica would take on ``node`` now, or None if it does not fit; a share
+    goes on a card where it stays on ``shares``' plan, if one has room."""
     if (
         not shape.admits(node)
         or node.cpu_free < shape.cpu_milli
@@ -102,7 +108,7 @@ def fit_on_node(node: NodeState, shape: Shape) -> ReplicaUse | None:
             return None
         cards = _whole_cards(node, shape.whole_cards)
     elif shape.is_vgpu:
-        cards = _shared_cards(node, shape)
+        cards = _shared_cards(node, shape, shares)
         if not cards:
             return None
     return ReplicaUse(
@@ -121,11 +127,17 @@ def _whole_cards(node: NodeState, count: int) -> tuple[CardUse, ...]:
     return tuple(cards)
 
 
-def _shared_cards(node: NodeState, shape: Shape) -> tuple[CardUse, ...]:
-    """Distinct cards with room for each vGPU, tightest first so shares pack; () if too few."""
+def _shared_cards(node: NodeState, shape: Shape, shares: SharePlan | None) -> tuple[CardUse, ...]:
+    """Distinct cards with room for each vGPU, tightest first so shares pack (those where
+    it stays on plan before the others); () if too few."""
     percent, memory = shape.vgpu_percent, shape.vgpu_memory_mib
     fitting = [
-        (card.compute_free, card.memory_free_mib, card.index)
+        (
+            _off_plan(shares, card.compute_free, percent),
+            card.compute_free,
+            card.memory_free_mib,
+            card.index,
+        )
         for card in node.cards.values()
         if card.compute_free >= percent and card.memory_free_mib >= memory
     ]
@@ -137,6 +149,27 @@ def _shared_cards(node: NodeState, shape: Shape) -> tuple[CardUse, ...]:
 
 def _last(item: tuple) -> int:
     return item[-1]
+
+
+def _off_plan(shares: SharePlan | None, compute_free: int, percent: int) -> bool:
+    """Whether a ``percent`` share on a card with ``compute_free`` leaves ``shares``' plan."""
+    return shares is not None and not shares.fits(FULL_CARD_PERCENT - compute_free, percent)
+
+
+def off_plan(node: NodeState, use: ReplicaUse, shares: SharePlan | None) -> int:
+    """How many of ``use``'s shares leave the plan on their cards (0 for whole cards)."""
+    if shares is None:
+        return 0
+    return sum(
+        _off_plan(shares, node.cards[card.index].compute_free, card.compute_percent)
+        for card in use.cards
+        if card.compute_percent < FULL_CARD_PERCENT
+    )
+
+
+def shares_of(cluster: Cluster, shape: Shape) -> SharePlan | None:
+    """The plan a share of ``shape`` is packed by: the workload's (none for other jobs)."""
+    return cluster.workload.shares if cluster.workload is not None and shape.is_vgpu else None
 
 
 def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) -> tuple:
@@ -163,13 +196,15 @@ def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) 
 
 
 def fragment_keys(cluster: Cluster, node: NodeState, shape: Shape) -> tuple | None:
-    """How much ``F`` of ``node`` grows if it takes a replica of ``shape``, then
-    ``fit_score`` without the name; None if it does not fit (``fragment_placement``)."""
-    use = fit_on_node(node, shape)
+    """Whether a share leaves the plan (``off_plan``), how much ``F`` of ``node`` grows if
+    it takes a replica of ``shape``, then ``fit_score`` without the name; None if it does
+    not fit (``fragment_placement``)."""
+    shares = shares_of(cluster, shape)
+    use = fit_on_node(node, shape, shares)
     if use is None:
         return None
     score = fit_score(node, use, shape, cluster.typical)
-    return (cluster.workload.grows(node, use), *score[:-1])
+    return (off_plan(node, use, shares), cluster.workload.grows(node, use), *score[:-1])
 
 
 def best_fit_order(cluster: Cluster, shape: Shape) -> Iterator[Iterable[NodeState]]:
@@ -207,7 +242,8 @@ def place(cluster: Cluster, shape: Shape, view: View | None = None) -> Outcome:
                 fragment_placement.choose(cluster, shape, fragment_keys) is not None
             )
             return Outcome(None, refused)
-        return Outcome(tuple(fit_on_node(node, shape) for node in nodes))
+        shares = shares_of(cluster, shape)
+        return Outcome(tuple(fit_on_node(node, shape, shares) for node in nodes))
     # With a workload, every fitting node: the first 64 in best-fit order alone allocate
     # 94.4 % of the openb trace's GPU, below best fit's 95.0 % (bench/placement_fgd.py).
     wanted = len(cluster.nodes) if cluster.workload is not None else CANDIDATES
@@ -245,7 +281,7 @@ def _score_candidates(
     scored: list[tuple[tuple, ReplicaUse]] = []
     refused = False
     cpu, memory = shape.cpu_milli, shape.memory_mib
-    workload = cluster.workload
+    workload, shares = cluster.workload, shares_of(cluster, shape)
     for group in best_fit_order(cluster, shape):
         for node in group:
             # Most nodes that come up have free cards but not the CPU or memory: skip
@@ -253,13 +289,13 @@ def _score_candidates(
             if node.cpu_free < cpu or node.memory_free < memory:
                 continue
             usable = node if view is None else view(node)
-            use = fit_on_node(usable, shape)
+            use = fit_on_node(usable, shape, shares)
             if use is None:
                 refused = refused or (usable is not node and fit_on_node(node, shape) is not None)
                 continue
             score = fit_score(usable, use, shape, cluster.typical)
             if workload is not None:
-                score = (workload.grows(usable, use), *score)
+                score = (off_plan(usable, use, shares), workload.grows(usable, use), *score)
             scored.append((score, use))
             if len(scored) == wanted:
                 return scored, refused
