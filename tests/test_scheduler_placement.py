@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from jobs.models import Job, Replica
 from jobs.quota_usage import quota_usage
-from jobs.scheduler import run_pass
+from jobs.scheduler import run_pass, workload
 from jobs.scheduler.pass_load import load_pass
 from jobs.scheduler.writes import NodeChanged
 from resources.models import CardAllocation, GpuCard, Node, Quota
@@ -353,3 +353,21 @@ def test_the_wait_reason_counts_the_nodes_with_enough_cards_for_a_jobs_shares():
     assert free.nodes_with_shares(share._replace(gpu_count=1)) == 4
     assert free.nodes_with_shares(share._replace(vgpu_percent=50)) == 2
     assert free.nodes_with_shares(share._replace(gpu_count=3)) == 1
+
+
+def test_the_workload_counts_every_waiting_job_beside_the_last_jobs_not_waiting(v100, monkeypatch):
+    # A burst waits while later jobs come and go: what is about to be placed is the burst,
+    # so its shapes count however many jobs came after it. ``RECENT_JOBS`` (3 here)
+    # bounds only the jobs not waiting.
+    monkeypatch.setattr(workload, "RECENT_JOBS", 3)
+    for _ in range(4):
+        vgpu_job(v100, percent=40, memory_gib=4)
+    for _ in range(5):
+        JobFactory(gpu_model=v100, gpu_count=1, state=Job.State.SUCCEEDED)
+
+    learned = load_pass(now=timezone.now()).cluster.workload
+
+    # The burst's 4 shares before the 3 whole cards counted of the 5 jobs after it (the
+    # commonest shapes covering half of the 7 are kept), and the shares' plan is theirs.
+    assert [(d.whole, d.percent, d.count) for d in learned.demands] == [(False, 40, 4)]
+    assert learned.shares is not None and learned.shares.fits(40, 40)
