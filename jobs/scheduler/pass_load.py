@@ -32,7 +32,7 @@ def load_pass(*, now: datetime) -> SchedulingPass:
         lookahead.rank(factors)
     cluster.typical = typical_of(job.request for job in jobs)
     if jobs:
-        learn_workload(cluster)
+        learn_workload(cluster, jobs)
     scheduling = SchedulingPass(now=now, cluster=cluster, jobs=jobs)
     scheduling.ran_on = previous_nodes(jobs)
     scheduling.victim_nodes = victims_nodes([job.pk for job in jobs if job.reclaiming])
