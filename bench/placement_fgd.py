@@ -28,7 +28,9 @@ Policies (``fgd_policies.py`` for the paper's three):
   the default ``Typical``; ``trainyard-fgd``: the same ``place`` with the
   cluster's workload (``fragmentation.Workload``) learned every 200 arrivals
   from the pods arrived before the current one (none at first: best fit alone),
-  so every fitting node is scored by the fragmentation it adds;
+  so that a share follows the packing plan of the shares arrived so far
+  (``share_packing.py``) and every fitting node is scored by the fragmentation
+  it adds;
   ``trainyard-fgd-oracle``: the workload of the whole list, known from the
   start. The Django setup they need is done only when they run.
 """
