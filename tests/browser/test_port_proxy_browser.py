@@ -101,8 +101,12 @@ def open_port(page, port: int):
     return popup.value
 
 
+# ``pages`` comes last in each test: torn down first, its pages close while the proxy and
+# the job still serve, so no late request of theirs (the favicon) meets a closed proxy.
+
+
 def test_the_owner_runs_a_jupyter_cell_and_reads_tensorboard_through_the_proxy(
-    pages, proxied, owner, project, outsider
+    proxied, owner, project, outsider, pages
 ):
     job = running(proxied, owner, project, NOTEBOOKS, [8888, 6006])
     page = pages.open(owner, f"/jobs/{job.pk}/")
@@ -132,7 +136,7 @@ def test_the_owner_runs_a_jupyter_cell_and_reads_tensorboard_through_the_proxy(
     expect(anonymous.get_by_role("button", name="Log in")).to_be_visible()
 
 
-def test_a_jobs_page_cannot_reach_or_plant_the_dashboards_cookies(pages, proxied, owner, project):
+def test_a_jobs_page_cannot_reach_or_plant_the_dashboards_cookies(proxied, owner, project, pages):
     job = running(proxied, owner, project, PLANT, [7000])
     page = pages.open(owner, f"/jobs/{job.pk}/")
     before = {c["name"]: c["value"] for c in page.context.cookies(pages.url("/"))}
@@ -162,11 +166,11 @@ python3 -m http.server 7000 -d /tmp/site"""
 
 
 def test_a_visitor_who_signs_in_first_lands_on_the_page_asked_for(
-    pages,
     proxied,
     port_proxy,  # noqa: F811 (the fixture)
     owner,
     project,
+    pages,
 ):
     job = running(proxied, owner, project, SERVE, [7000])
     site = f"http://j{job.pk}-7000.jobs.localhost:{port_proxy.port}/deep/"
