@@ -1,5 +1,6 @@
 """The free-resource hint: the snapshot, its panel, its refresh, the API and the task."""
 
+import re
 import time
 
 import pytest
@@ -207,3 +208,14 @@ def test_celery_worker_runs_the_refresh(start_celery_worker, project, owner):
     while not FreeResourceSnapshot.objects.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert by_name(FreeResourceSnapshot.objects.get().data)["V100"]["total_cards"] == 16
+
+
+def test_the_nodes_table_counts_a_card_with_a_share_on_it_as_taken(owner_client, site):
+    # The panel above it counts only wholly free cards; the node's row must agree, though
+    # a share is not a whole card allocated (``Node.gpu_allocated`` counts those alone).
+    card = GpuCard.objects.get(node__name="v100-a", index=0)
+    card.compute_allocated_percent, card.memory_allocated_mib = 30, 2 * GIB
+    card.save()
+    html = owner_client.get(reverse("resources:overview")).content.decode()
+    row = re.search(r"<td>v100-a</td>\s*<td>[^<]*</td>\s*<td>([^<]*)</td>", html)
+    assert row is not None and row.group(1) == "7 / 8"
