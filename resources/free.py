@@ -72,10 +72,16 @@ def free_panel(
     }
 
 
+def wholly_free(path: str = "") -> Q:
+    """Cards nobody holds any of, compute or memory (reached through ``path``, e.g.
+    ``"cards__"`` from a node): what a whole-card request may take."""
+    return Q(**{f"{path}compute_allocated_percent": 0, f"{path}memory_allocated_mib": 0})
+
+
 def _per_node_cards() -> list[dict]:
     """One row per ready node with cards: its model, total and wholly free cards, and the
     cards jobs outside Trainyard hold there (Slurm's, at the last sync)."""
-    free_card = Q(compute_allocated_percent=0, memory_allocated_mib=0)
+    free_card = wholly_free()
     return list(
         GpuCard.objects.filter(node__state=Node.State.READY)
         .values("node_id", "node__gpu_model_id", "node__gpu_held_outside")
