@@ -5,12 +5,21 @@ process may move and read it in between, find it empty and stop with a JSON
 error (the lock is advisory and a rename ignores it). Here a message is
 written under a name no consumer picks up, then renamed into place: a reader
 sees the whole message or none.
+
+kombu's virtual transports sleep ``polling_interval`` (1 s by default) whenever a poll
+brings nothing, and also whenever the consumer may take nothing more (as many tasks in
+hand as its prefetch allows; tasks are acknowledged after they run). A worker of short
+tasks then takes about its concurrency's worth a second: the demo agent, 4 processes
+polling 11 nodes every 2 s, fell behind, its polls expired unread, and nodes were
+declared lost on an idle machine. Here it looks again after ``POLLING_SECONDS``; an idle
+look is a listing of the folder per queue.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 from time import monotonic
 
 from kombu.transport import filesystem
@@ -30,3 +39,21 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+
+POLLING_SECONDS = 0.05
+
+
+def transport_options(broker_dir: Path) -> dict:
+    """``CELERY_BROKER_TRANSPORT_OPTIONS`` for a broker in ``broker_dir`` (made here)."""
+    for sub in ("in", "processed", "control"):
+        (broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(broker_dir / "in"),
+        "data_folder_out": str(broker_dir / "in"),
+        "processed_folder": str(broker_dir / "processed"),
+        "store_processed": False,
+        # Broadcast (pidbox) exchanges; kombu's default is ./control in the cwd.
+        "control_folder": str(broker_dir / "control"),
+        "polling_interval": POLLING_SECONDS,
+    }

@@ -20,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 
 from trainyard.beat import beat_schedule
 from trainyard.env import env_bool, env_list
+from trainyard.filesystem_broker import transport_options
 from trainyard.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -170,17 +171,7 @@ else:
     CELERY_BROKER_URL = "filesystem://localhost//"
     # kombu's own transport can hand a reader a half-written message; this one cannot.
     CELERY_BROKER_TRANSPORT = "trainyard.filesystem_broker:Transport"
-    broker_dir = VAR_DIR / "broker"
-    for sub in ("in", "processed", "control"):
-        (broker_dir / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(broker_dir / "in"),
-        "data_folder_out": str(broker_dir / "in"),
-        "processed_folder": str(broker_dir / "processed"),
-        "store_processed": False,
-        # Broadcast (pidbox) exchanges; kombu's default is ./control in the cwd.
-        "control_folder": str(broker_dir / "control"),
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = transport_options(VAR_DIR / "broker")
 
 # Reliability first: a task is acknowledged only after it ran, and a task whose
 # worker died goes back to the queue; every task is written to be idempotent.
