@@ -11,10 +11,12 @@ them (see ``fit_score``; measured on the Alibaba trace by
 distinct nodes at once or nothing (gang).
 
 When the cluster knows its workload (``Cluster.workload``: the pass learns it,
-``workload.py``), every fitting node is scored first by how much the placement
-fragments it for the workload's shapes (FGD, ``fragmentation.py``), best fit
-breaking ties, all nodes at once (``fragment_placement.py``) unless the view
-cannot say which nodes it narrows or a replica has several virtual GPUs.
+``workload.py``), every fitting node is scored: a share first by whether its card
+stays on the plan of how the workload's shares pack (``share_packing.py``,
+``off_plan``), then every job by how much the placement fragments the node for the
+workload's shapes (FGD, ``fragmentation.py``), best fit breaking ties; all nodes at
+once (``fragment_placement.py``) unless the view cannot say which nodes it narrows or
+a replica has several virtual GPUs.
 """
 
 from __future__ import annotations
