@@ -8,14 +8,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm import cli, submit
 from jobs.execution.slurm.submit import PLAN
-from jobs.lifecycle.pass_requests import PASS_QUEUED_KEY, PASS_QUEUED_SECONDS, request_pass
+from jobs.lifecycle.pass_requests import request_pass
 from jobs.models import Job, JobEvent, Replica, ReplicaAttempt
 from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop
@@ -104,13 +103,11 @@ def test_a_job_whose_nodes_all_close_before_its_sbatch_waits_again_instead_of_fa
     refuses a request that excludes every node it has. The platform closed them, not
     the job asked the impossible: it goes back to the queue, its retries untouched,
     and waits for a node to open (a burst on a fresh site lost 200 jobs this way)."""
-    # No pass for the submission: the tracking worker's would launch the job, nodes open,
-    # before this test's own pass admits it and the nodes close.
-    cache.add(PASS_QUEUED_KEY, 1, PASS_QUEUED_SECONDS)
-    job = gpu_job("true", max_retries=0)
-    # One transaction: no other pass (beat's, or one a node change asks for) sees the job
-    # admitted with its nodes still open, nor without the attempt the launch makes.
+    # One transaction from the job's submission on: no other pass (beat's, or one the
+    # tracking worker asks for) sees the job waiting, nor admitted with its nodes still
+    # open, nor without the attempt the launch makes.
     with transaction.atomic():
+        job = gpu_job("true", max_retries=0)
         run_pass()  # admitted: starting, but nothing launches it
         # What the launch does before it hands the attempt to the Slurm executor.
         replica = Replica.objects.get(job=job)
