@@ -20,7 +20,7 @@ summing to what the card has taken. Memory is left out: shares ask memory with c
 Placement puts a share where it stays on plan first (``placement.fragment_keys``), and only
 then where fragmentation grows least. On the openb replay (``bench/placement_fgd.py``,
 seeds 42-51, learned online) the GPU allocated at 100 % arrival goes from 95.66 % to
-96.05 % (95.97 % with the plan alone, 96.05 % once the workload's ``COVERAGE`` is halved);
+96.05 % (96.00 % with the plan alone, 96.05 % once the workload's ``COVERAGE`` is halved);
 FGD, as published, 95.23 %. A wrong plan costs: learned from jobs unlike those placed, it
 sends shares to fresh cards for partners that never come (``workload.py`` counts the
 waiting jobs for that reason).
