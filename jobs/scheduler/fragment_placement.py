@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .cluster import FULL_CARD_PERCENT, Cluster, NodeState
+from .cluster import Cluster, NodeState
 from .fragmentation import CardsAfter, grows_everywhere
 from .node_arrays import NodeArrays
 from .share_packing import SharePlan
@@ -149,8 +149,7 @@ def _keys(cluster: Cluster, arrays: NodeArrays, shape, rows: np.ndarray) -> Keys
     """Which of ``rows`` fit ``shape``, and their keys: whether a share leaves the plan,
     the growth of the fragmentation, then best fit's (wholly free cards left and cards
     newly stranded, in the order the shape weighs them; free compute left; free CPU left)."""
-    shares = cluster.workload.shares if shape.is_vgpu else None
-    placed = _after(arrays, shape, rows, shares)
+    placed = _after(arrays, shape, rows, cluster.workload.shares_for(shape))
     if placed is None:
         return Keys(np.empty(0, np.int64), np.empty((KEYS, 0), np.int64))
     after, off_plan = placed
@@ -205,7 +204,7 @@ def _after(
         fits = fits_card[chosen]
         tightness = compute * (1 << 32) + memory
         if shares is not None:
-            off_card = ~shares.on_plan[FULL_CARD_PERCENT - compute, shape.vgpu_percent]
+            off_card = shares.leaves(compute, shape.vgpu_percent)
             tightness += off_card.astype(np.int64) << 50
         tightness = np.where(fits, tightness, np.iinfo(np.int64).max)
         column = np.argmin(tightness, axis=1)

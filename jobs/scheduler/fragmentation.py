@@ -138,6 +138,11 @@ class Workload:
             covered += count
         return cls(kept, plan_of(shares))
 
+    def shares_for(self, shape) -> SharePlan | None:
+        """The plan a replica of ``shape`` (a ``placement.Shape``) is packed by: shares
+        only."""
+        return self.shares if shape.is_vgpu else None
+
     def hosted_counts(self, arrays: NodeArrays) -> Hosted:
         """Per card need (a share's compute and memory, or a wholly free card): how many of
         the shapes with that need a node hosts, by [need, model, CPU level, memory level,

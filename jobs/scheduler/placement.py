@@ -155,7 +155,7 @@ def _last(item: tuple) -> int:
 
 def _off_plan(shares: SharePlan | None, compute_free: int, percent: int) -> bool:
     """Whether a ``percent`` share on a card with ``compute_free`` leaves ``shares``' plan."""
-    return shares is not None and not shares.fits(FULL_CARD_PERCENT - compute_free, percent)
+    return shares is not None and bool(shares.leaves(compute_free, percent))
 
 
 def off_plan(node: NodeState, use: ReplicaUse, shares: SharePlan | None) -> int:
@@ -170,8 +170,8 @@ def off_plan(node: NodeState, use: ReplicaUse, shares: SharePlan | None) -> int:
 
 
 def shares_of(cluster: Cluster, shape: Shape) -> SharePlan | None:
-    """The plan a share of ``shape`` is packed by: the workload's (none for other jobs)."""
-    return cluster.workload.shares if cluster.workload is not None and shape.is_vgpu else None
+    """The plan a replica of ``shape`` is packed by (``Workload.shares_for``), if any."""
+    return cluster.workload.shares_for(shape) if cluster.workload is not None else None
 
 
 def fit_score(node: NodeState, use: ReplicaUse, shape: Shape, typical: Typical) -> tuple:

@@ -59,24 +59,25 @@ class SharePlan:
                 for used in _sums(rest):
                     self.on_plan[used, percent] = True
 
-    def fits(self, used: int, percent: int) -> bool:
-        return bool(self.on_plan[used, percent])
+    def fits(self, used, percent: int):
+        """Whether a card with ``used`` % taken (a number, or an array of them) stays on
+        the plan with a ``percent`` share added."""
+        return self.on_plan[used, percent]
+
+    def leaves(self, compute_free, percent: int):
+        """Whether a ``percent`` share on a card with ``compute_free`` % (a number, or an
+        array) leaves the plan: what placement weighs, on one node or on all at once."""
+        return ~self.fits(FULL_CARD_PERCENT - compute_free, percent)
 
 
 def plan_of(shares: Mapping[int, int]) -> SharePlan | None:
     """The plan for shares of these sizes (percent of a card → how many arrived); None
-    without any. Only their proportions matter, in thousandths: each pass learns a few
+    without any. Only their proportions matter, in ``PARTS``: each pass learns a few
     more jobs, and the plan is solved again only when the proportions move."""
-    total = sum(count for percent, count in shares.items() if 0 < percent < FULL_CARD_PERCENT)
-    if not total:
-        return None
-    counts = tuple(
-        sorted(
-            (percent, round(PARTS * count / total))
-            for percent, count in shares.items()
-            if 0 < percent < FULL_CARD_PERCENT and round(PARTS * count / total)
-        )
-    )
+    sized = {p: n for p, n in shares.items() if 0 < p < FULL_CARD_PERCENT}
+    total = sum(sized.values())
+    parts = {p: round(PARTS * n / total) for p, n in sized.items()} if total else {}
+    counts = tuple(sorted((p, n) for p, n in parts.items() if n))
     return _plan(counts) if counts else None
 
 
