@@ -10,6 +10,7 @@ from jobs.free_panel import free_panel
 from jobs.models import Job
 from resources.free import free_resources_compute, free_resources_refresh
 from resources.models import FreeResourceSnapshot, GpuCard, GpuModel, Node, Quota
+from resources.selectors import nodes_overview
 from resources.tasks import refresh_free_resources
 from tests.factories import JobFactory, QuotaFactory
 from tests.job_site import GIB, build_site
@@ -219,3 +220,12 @@ def test_the_nodes_table_counts_a_card_with_a_share_on_it_as_taken(owner_client,
     html = owner_client.get(reverse("resources:overview")).content.decode()
     row = re.search(r"<td>v100-a</td>\s*<td>[^<]*</td>\s*<td>([^<]*)</td>", html)
     assert row is not None and row.group(1) == "7 / 8"
+
+
+@pytest.mark.parametrize("nodes", [10, 1000])
+def test_the_node_table_takes_one_query_whatever_the_nodes(site, nodes, django_assert_num_queries):
+    add_nodes(nodes)
+    with django_assert_num_queries(1):  # the nodes, their model and free cards counted
+        rows = list(nodes_overview())
+    bulk = [row.cards_free for row in rows if row.name.startswith("bulk-")]
+    assert len(rows) == 5 + nodes and bulk == [8] * nodes

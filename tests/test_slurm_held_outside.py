@@ -20,6 +20,7 @@ from jobs.free_panel import free_panel
 from jobs.models import Job, Replica
 from resources.free import free_resources_refresh
 from resources.models import Node
+from resources.selectors import nodes_overview
 from resources.services import node_set_state
 from tests.agent_support import attempts_of, wait_for_state
 from tests.factories import JobFactory, UserFactory
@@ -84,7 +85,7 @@ def test_a_job_outside_trainyard_holds_cards_that_the_sync_and_the_free_panel_co
     report = inventory_sync()
     assert gpu04.name in report.held_outside
     assert held(gpu04) == (3, 4_000, 8192)
-    assert gpu04.gpu_free == 1
+    assert nodes_overview().get(pk=gpu04.pk).cards_free == 1
     # The other nodes hold nothing of anyone's.
     assert [held(node) for node in slurm.nodes[:3]] == [(0, 0, 0)] * 3
 

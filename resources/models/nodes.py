@@ -123,10 +123,6 @@ class Node(models.Model):
         return self.name
 
     @property
-    def gpu_free(self) -> int:
-        return max(0, self.gpu_count - self.gpu_allocated - self.gpu_held_outside)
-
-    @property
     def cpu_cores(self) -> float:
         return self.cpu_milli / MILLI_PER_CORE
 
