@@ -70,5 +70,5 @@ def test_notification_tasks_go_to_their_own_queue_and_scheduling_stays_apart():
         "notifications.tasks.send_notification_email",
     ):
         assert app.amqp.router.route({}, name)["queue"].name == "notifications"
-    for name in ("jobs.tasks.schedule_pass", "jobs.slurm.report", "jobs.slurm.submit"):
+    for name in ("jobs.tasks.schedule_pass", "jobs.slurm.reports", "jobs.slurm.submit"):
         assert app.amqp.router.route({}, name)["queue"].name == "celery"

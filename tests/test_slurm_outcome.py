@@ -123,7 +123,7 @@ def test_replica_ends_stopped_when_its_failed_peer_was_reported_before_the_slurm
     exit = {"exit_code": 1, "summary": "exit code 1", "ended_at": T0.isoformat()}
     AttemptFolder.of(failing).path.mkdir(parents=True)
     AttemptFolder.of(failing).write("exit", exit)
-    replica_reports.report_from_files("42", [failing.pk])
+    replica_reports.report_from_files([("42", [failing.pk])])
     assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
 
     replica_reports.report_ends([waiting], slurm_job("FAILED", 1 << 8), timezone.now())
@@ -173,7 +173,7 @@ def test_a_replica_slurm_terminated_after_its_peer_failed_ends_stopped_not_faile
     waiting, failing = gang_of_two(tmp_path, settings)
     wrote_exit(failing, 1, "exit code 1")
     wrote_exit(waiting, 143, "exit code 143 (SIGTERM)")
-    replica_reports.report_from_files("42", [failing.pk, waiting.pk])
+    replica_reports.report_from_files([("42", [failing.pk, waiting.pk])])
     assert ReplicaAttempt.objects.get(pk=failing.pk).state == State.FAILED
     assert ReplicaAttempt.objects.get(pk=waiting.pk).state == State.RUNNING
 
@@ -192,7 +192,7 @@ def test_a_replica_terminated_at_slurms_time_limit_ends_timed_out(db, settings, 
 
     attempt, _other = gang_of_two(tmp_path, settings)
     wrote_exit(attempt, 143, "exit code 143 (SIGTERM)")
-    replica_reports.report_from_files("42", [attempt.pk])
+    replica_reports.report_from_files([("42", [attempt.pk])])
     assert ReplicaAttempt.objects.get(pk=attempt.pk).state == State.RUNNING
 
     replica_reports.report_ends([attempt], slurm_job("TIMEOUT", 15), timezone.now())

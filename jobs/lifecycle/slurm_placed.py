@@ -23,10 +23,13 @@ logger = logging.getLogger(__name__)
 FULL_CARD_PERCENT = 100
 
 
-def record_slurm_start(*, attempt_id: int, node: Node, cards: list[int]) -> bool:
+def record_slurm_start(
+    *, attempt_id: int, node: Node, cards: list[int], holds: bool = True
+) -> bool:
     """The attempt, still without a node, started on ``node`` with these card indices
     (checked by the caller; empty when unknown: the node's count is still taken); False if
-    its node was recorded already."""
+    its node was recorded already. Without ``holds`` (it has ended already) its node and
+    cards are recorded, and nothing is counted as taken."""
     with transaction.atomic():
         attempt = (
             ReplicaAttempt.objects.select_for_update()
@@ -39,7 +42,7 @@ def record_slurm_start(*, attempt_id: int, node: Node, cards: list[int]) -> bool
         replica, job = attempt.replica, attempt.replica.job
         ReplicaAttempt.objects.filter(pk=attempt.pk).update(node=node)
         Replica.objects.filter(pk=replica.pk).update(node=node, card_indices=cards)
-        held = _hold(replica, job, node, cards)
+        held = holds and _hold(replica, job, node, cards)
         placement = Reason("start.node_cards", {"node": node.name, "cards": _listed(cards)})
         JobEvent.build(
             job_id=job.pk,

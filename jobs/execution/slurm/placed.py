@@ -25,9 +25,14 @@ CARD_LIST = re.compile(r"\d{1,3}(,\d{1,3}){0,63}")
 
 
 def record_where_started(
-    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_nodes: str = ""
+    attempt: ReplicaAttempt, folder: AttemptFolder, slurm_nodes: str = "", *, holds: bool = True
 ) -> None:
-    """Record the node (and cards) of an attempt Slurm placed, once it is known."""
+    """Record the node (and cards) of an attempt Slurm placed, once it is known.
+
+    They count as taken only while it runs: a replica whose exit is known already (a short
+    job, seen started and ended at once), or that the caller is ending (``holds=False``),
+    gets its node and cards recorded, and holds nothing that its end would give back.
+    """
     if attempt.node_id is not None:
         return
     noted = first_phase_note(attempt, folder) or folder.read(keeper.REFUSED) or {}
@@ -41,7 +46,8 @@ def record_where_started(
         logger.warning("attempt %s: Slurm names node %r, not one of its nodes", attempt.pk, name)
         return
     cards = _cards(noted.get("gpus"), node, attempt.replica.job.gpu_count)
-    record_slurm_start(attempt_id=attempt.pk, node=node, cards=cards)
+    holds = holds and folder.read("exit") is None
+    record_slurm_start(attempt_id=attempt.pk, node=node, cards=cards, holds=holds)
     attempt.node, attempt.node_id = node, node.pk
 
 

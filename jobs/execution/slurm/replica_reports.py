@@ -7,6 +7,7 @@ The tracking pass (``track.py``) finds the news; the report task and the pass ca
 from __future__ import annotations
 
 import contextlib
+import logging
 from datetime import datetime, timedelta
 
 from django.db.models import Q
@@ -23,6 +24,7 @@ from . import cli
 from .outcome import ReplicaRecord, ended_by_slurm, outcome
 from .placed import first_phase_note, record_where_started
 
+logger = logging.getLogger(__name__)
 State = ReplicaAttempt.State
 Phase = ReplicaAttempt.Phase
 
@@ -37,11 +39,27 @@ def unfinished_attempts():
     )
 
 
-def report_from_files(slurm_id: str, attempt_ids: list[int]) -> None:
-    """The report task: what the replicas of one Slurm job wrote, through the services."""
-    group = list(unfinished_attempts().filter(pk__in=attempt_ids, external_id=slurm_id))
-    if group:
-        report_files(slurm_id, group, timezone.now())
+def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
+    """The report task: what the replicas of these Slurm jobs (``[slurm id, attempt ids]``
+    each, from one tracking pass) wrote, through the services.
+
+    Their attempts are read at once; each Slurm job is then reported on its own, and one
+    that fails is logged and does not hold back the others (its news is sent again once
+    the tracking pass's mark for it expires).
+    """
+    loaded = unfinished_attempts().in_bulk([pk for _slurm_id, pks in reports for pk in pks])
+    now = timezone.now()
+    for slurm_id, attempt_ids in reports:
+        group = [loaded[pk] for pk in attempt_ids if pk in loaded]
+        group = [attempt for attempt in group if attempt.external_id == slurm_id]
+        if not group:
+            continue
+        try:
+            report_files(slurm_id, group, now)
+        except Exception:
+            logger.exception(
+                "reporting Slurm job %s failed; the next pass sends it again", slurm_id
+            )
 
 
 def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
@@ -127,7 +145,7 @@ def report_ends(group: list[ReplicaAttempt], slurm_job: cli.SlurmJob, now: datet
     peer_failed = _failed_replica(group, slurm_job.job_id, failed)
     # The replica that failed first, so the job's reason names the real failure.
     for attempt in sorted(group, key=lambda a: a not in failed):
-        record_where_started(attempt, folders[attempt.pk], slurm_job.nodes)
+        record_where_started(attempt, folders[attempt.pk], slurm_job.nodes, holds=False)
         record = ReplicaRecord(
             stop=folders[attempt.pk].read("stop"),
             exit=exits[attempt.pk],
@@ -158,6 +176,8 @@ def _failed_replica(
     the Slurm job ended, and before the stop it sent the others is written)."""
     if failed:
         return failed[0].replica.index
+    if group[0].replica.job.replicas == 1:
+        return None  # no peer
     reported = (
         ReplicaAttempt.objects.filter(
             external_id=slurm_id,

@@ -1,7 +1,7 @@
 """Celery tasks of the Slurm backend; short, idempotent, and idle unless Slurm is configured.
 
 Sent by name, not imported: by the Slurm executor, and by ``track`` (which these tasks
-call) for a submission it retries and for each Slurm job's report.
+call) for a submission it retries and for the Slurm jobs' reports of each pass.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ def slurm_track() -> None:
         track_pass()
 
 
-@shared_task(name="jobs.slurm.report", ignore_result=True)
-def slurm_report(slurm_id: str, attempt_ids: list[int]) -> None:
-    report_from_files(slurm_id, attempt_ids)
+@shared_task(name="jobs.slurm.reports", ignore_result=True)
+def slurm_reports(reports: list[tuple[str, list[int]]]) -> None:
+    report_from_files(reports)
 
 
 @shared_task(name="jobs.slurm.sync_nodes", ignore_result=True)

@@ -4,8 +4,9 @@ Each pass (Celery beat, every second or so) looks at the unfinished attempts
 on Slurm nodes and:
 
 - reads what the replica scripts wrote (phase started, exit) and has a task
-  report attempts running and ended from that alone: no controller round trip,
-  so a finished replica frees its resources within a pass;
+  report attempts running and ended from that alone (one task for up to
+  REPORT_BATCH Slurm jobs with news): no controller round trip, so a finished
+  replica frees its resources within a pass;
 - has the ones Slurm does not have yet submitted (the controller was down);
 - every few seconds reads every job of ours from ``squeue`` once, for what
   only Slurm knows: pending reasons, and jobs Slurm ended itself (time
@@ -64,12 +65,13 @@ Phase = ReplicaAttempt.Phase
 LOCK_SECONDS = 30
 REPORT_KEY = "trainyard:slurm-report"
 REPORT_MARK_SECONDS = 10
+REPORT_BATCH = 16
 RESUBMIT_AFTER = timedelta(seconds=5)
 RESUBMIT_KEY = "trainyard:slurm-resubmit"
 RESUBMIT_MARK_SECONDS = 5
 # The tasks of ``jobs.execution.slurm.tasks`` this module sends (by name: they import it).
 SUBMIT_TASK = "jobs.slurm.submit"
-REPORT_TASK = "jobs.slurm.report"
+REPORT_TASK = "jobs.slurm.reports"
 CLEAN_TASK = "jobs.slurm.clean_checkpoints"
 CLEAN_KEY = "trainyard:slurm-clean"
 CLEAN_SECONDS = 30
@@ -102,13 +104,16 @@ def _track(now: datetime) -> PassReport:
     for attempt in attempts:
         if attempt.external_id:
             groups.setdefault(attempt.external_id, []).append(attempt)
+    reports = []
     for slurm_id, group in list(groups.items()):
         news, all_exited = _file_news(group)
         if news:
-            _dispatch_report(slurm_id, group, news)
+            if _news_unsent(slurm_id, news):
+                reports.append((slurm_id, [a.pk for a in group]))
             report.observed += 1
         if all_exited:
             del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
+    _dispatch_reports(reports)
     # The executor's own task submits new attempts; these are the ones it could not.
     unsubmitted = [
         a.pk for a in attempts if not a.external_id and now - a.created_at >= RESUBMIT_AFTER
@@ -169,12 +174,18 @@ def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
     return ("-".join(map(str, counts)) if any(counts) else ""), exited == len(group)
 
 
-def _dispatch_report(slurm_id: str, group: list[ReplicaAttempt], news: str) -> None:
-    """Report in a task of its own, so that many replicas ending at once are reported in
-    parallel by the worker's processes. The same news is sent once (until its mark
-    expires, in case that task was lost); new news at once."""
-    if cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS):
-        send_task(REPORT_TASK, args=[slurm_id, [a.pk for a in group]])
+def _news_unsent(slurm_id: str, news: str) -> bool:
+    """The same news is sent once (until its mark expires, in case its task was lost);
+    new news at once."""
+    return cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS)
+
+
+def _dispatch_reports(reports: list[tuple[str, list[int]]]) -> None:
+    """Report the pass's news in tasks of up to REPORT_BATCH Slurm jobs: a task's cost is
+    mostly its own (the broker, reading the attempts), not its jobs'; and many replicas
+    ending at once still go to several of the worker's processes."""
+    for start in range(0, len(reports), REPORT_BATCH):
+        send_task(REPORT_TASK, args=[reports[start : start + REPORT_BATCH]])
 
 
 def _prefix() -> str:
