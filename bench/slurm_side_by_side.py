@@ -2,7 +2,7 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \\
         .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5] \\
-        [--ways abcd] [--pairs 5] [--reaction 0] [--sleep 1]
+        [--ways abcd] [--pairs 5] [--reaction 0] [--sleep 1] [--platform-nice 0]
 
 (a) straight to Slurm: ``sbatch`` from here, one card, 12 CPUs and 56 GiB each;
 (b) through Trainyard's API (gunicorn) with the Slurm executor on the 4-node
@@ -21,6 +21,12 @@ before it submitted), and the ratios to (a). Trainyard's own work runs for real:
 the scheduler's passes, the executors, the tracking, the agent. It uses a
 scratch database (``<name>_slurmbench``), created and dropped here, and
 temporary folders; ``--clients`` submit at once in every way.
+
+On a site, Trainyard's web, workers and database run on their own host, and the
+replicas' keepers on the nodes; here all of them share the machine's cores.
+``--platform-nice N`` runs Trainyard's processes and PostgreSQL's (the server is
+reniced for the run and set back after) N steps below the cluster's daemons and
+the replicas, as if they had cores of their own as long as the nodes leave some idle.
 """
 
 from __future__ import annotations
@@ -76,6 +82,12 @@ def main() -> None:
         "--pairs", type=int, default=1, help="interleaved (a)/(b) runs; medians are compared"
     )
     parser.add_argument(
+        "--platform-nice",
+        type=int,
+        default=0,
+        help="run Trainyard's processes and PostgreSQL this much below the cluster's",
+    )
+    parser.add_argument(
         "--reaction",
         type=float,
         default=0,
@@ -89,7 +101,8 @@ def main() -> None:
         try:
             env = trainyard_env(args, roots, prefix)
             token, slurm_nodes = cast()
-            port = start_trainyard(env, roots, processes)
+            port = start_trainyard(env, roots, processes, nice=args.platform_nice)
+            renice_database(args.platform_nice)
             results: dict[str, list[Result]] = {"a": [], "b": []}
             # Interleaved, so that a slow minute of the machine falls on both ways alike.
             for pair in range(args.pairs):
@@ -120,6 +133,7 @@ def main() -> None:
             for process in processes:
                 stop(process)
             kill_replicas(roots / "nodes")
+            renice_database(0)
 
 
 def trainyard_env(args, roots: Path, prefix: str) -> dict[str, str]:
@@ -160,11 +174,19 @@ def cast() -> tuple[str, list[str]]:
     return token, nodes
 
 
-def start_trainyard(env: dict[str, str], roots: Path, processes: list) -> int:
+def renice_database(nice: int) -> None:
+    """Every PostgreSQL server process at ``nice`` (new backends inherit the postmaster's)."""
+    pids = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout
+    for pid in pids.split():
+        subprocess.run(["renice", "-n", str(nice), "-p", pid], capture_output=True, check=False)
+
+
+def start_trainyard(env: dict[str, str], roots: Path, processes: list, nice: int = 0) -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    gunicorn = [str(Path(sys.executable).with_name("gunicorn")), "trainyard.wsgi"]
+    gunicorn = ["nice", "-n", str(nice)] if nice else []
+    gunicorn += [str(Path(sys.executable).with_name("gunicorn")), "trainyard.wsgi"]
     gunicorn += ["--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"]
     processes.append(
         subprocess.Popen(
@@ -179,8 +201,8 @@ def start_trainyard(env: dict[str, str], roots: Path, processes: list) -> int:
     worker = ["-m", "celery", "-A", "trainyard", "worker", "-B", "-Q", "celery"]
     worker += ["--schedule", str(roots / "beat"), "--concurrency", "4", "--loglevel", "INFO"]
     worker += ["--without-gossip", "--without-mingle", "--hostname", "central@%h"]
-    processes.append(spawn(worker, env, roots / "central.log"))
-    processes.append(spawn_notifications_worker(env, roots / "notify.log"))
+    processes.append(spawn(worker, env, roots / "central.log", nice=nice))
+    processes.append(spawn_notifications_worker(env, roots / "notify.log", nice=nice))
     wait_for(lambda: "ready." in (roots / "central.log").read_text(), 60, "the worker")
     wait_for(lambda: "Booting worker" in (roots / "web.log").read_text(), 60, "gunicorn")
     return port
@@ -301,7 +323,8 @@ def report(args, results: dict[str, list[Result]]) -> None:
     print(
         f"{args.jobs} one-card `sleep {args.sleep:g}` jobs, {args.clients} submitting at once, "
         f"4 nodes × 4 V100; poll {args.poll} s; {os.cpu_count()} CPUs; "
-        f"look-ahead {os.environ.get('TRAINYARD_SLURM_LOOKAHEAD') or 'default'}"
+        f"look-ahead {os.environ.get('TRAINYARD_SLURM_LOOKAHEAD') or 'default'}; "
+        f"Trainyard and PostgreSQL at nice {args.platform_nice}"
     )
     titles = {
         "a": "(a) sbatch straight",

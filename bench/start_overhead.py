@@ -200,11 +200,12 @@ def child_env(roots: Path, poll: float) -> dict[str, str]:
     }
 
 
-def spawn_notifications_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
-    """The notifications queue's own worker, at a lower CPU priority, as in the Procfile."""
+def spawn_notifications_worker(env: dict[str, str], log: Path, nice: int = 0) -> subprocess.Popen:
+    """The notifications queue's own worker, at a lower CPU priority (10 below the other
+    workers' ``nice``), as in the Procfile."""
     argv = ["-m", "celery", "-A", "trainyard", "worker", "-Q", "notifications"]
     argv += ["--concurrency", "1", "--loglevel", "INFO", "--without-gossip", "--without-mingle"]
-    return spawn([*argv, "--hostname", "notify@%h"], env, log, nice=10)
+    return spawn([*argv, "--hostname", "notify@%h"], env, log, nice=min(19, nice + 10))
 
 
 def spawn(argv: list[str], env: dict[str, str], log: Path, nice: int = 0) -> subprocess.Popen:
