@@ -121,3 +121,31 @@ def test_one_slurm_jobs_failing_report_does_not_hold_back_the_others(cluster, ca
     assert states[first.replica.job_id] == Job.State.STARTING
     assert states[second.replica.job_id] == Job.State.SUCCEEDED
     assert f"reporting Slurm job {first.external_id} failed" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_reports_asks_for_one_scheduling_pass_not_one_per_job(
+    settings, tmp_path, monkeypatch
+):
+    """Each start and end frees or takes capacity and asks for a pass when it commits;
+    within one report task they are read by one pass, asked for when the batch is done."""
+    from jobs.lifecycle import pass_requests
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    settings.TRAINYARD_SHARED_CACHE = False  # else a queued pass already covers some of them
+    sent = []
+    monkeypatch.setattr(pass_requests, "send_task", lambda name, **_: sent.append(name))
+    model = GpuModelFactory(name="V100")
+    node = NodeFactory(name="gpu01", executor="slurm", gpu_model=model, gpu_count=8)
+    attempts = [slurm_placed_attempt(model, number) for number in range(4)]
+    for card, attempt in enumerate(attempts):
+        ran(attempt, node, card, ended=True)
+    sent.clear()
+
+    replica_reports.report_from_files([(a.external_id, [a.pk]) for a in attempts])
+
+    assert set(Job.objects.values_list("state", flat=True)) == {Job.State.SUCCEEDED}
+    assert sent == [pass_requests.SCHEDULE_PASS_TASK]
+
+    pass_requests.request_pass()  # outside a batch, as before
+    assert sent == [pass_requests.SCHEDULE_PASS_TASK] * 2

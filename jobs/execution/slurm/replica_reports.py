@@ -17,6 +17,7 @@ from jobs.execution.nodes import node_cannot_isolate
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
 from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
+from jobs.lifecycle.pass_requests import one_pass_after
 from jobs.models import ReplicaAttempt
 from resources.models import Node
 
@@ -45,21 +46,22 @@ def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
 
     Their attempts are read at once; each Slurm job is then reported on its own, and one
     that fails is logged and does not hold back the others (its news is sent again once
-    the tracking pass's mark for it expires).
+    the tracking pass's mark for it expires). One scheduling pass follows them all.
     """
     loaded = unfinished_attempts().in_bulk([pk for _slurm_id, pks in reports for pk in pks])
     now = timezone.now()
-    for slurm_id, attempt_ids in reports:
-        group = [loaded[pk] for pk in attempt_ids if pk in loaded]
-        group = [attempt for attempt in group if attempt.external_id == slurm_id]
-        if not group:
-            continue
-        try:
-            report_files(slurm_id, group, now)
-        except Exception:
-            logger.exception(
-                "reporting Slurm job %s failed; the next pass sends it again", slurm_id
-            )
+    with one_pass_after():  # the cards they took and freed, read by one pass at the end
+        for slurm_id, attempt_ids in reports:
+            group = [loaded[pk] for pk in attempt_ids if pk in loaded]
+            group = [attempt for attempt in group if attempt.external_id == slurm_id]
+            if not group:
+                continue
+            try:
+                report_files(slurm_id, group, now)
+            except Exception:
+                logger.exception(
+                    "reporting Slurm job %s failed; the next pass sends it again", slurm_id
+                )
 
 
 def report_files(slurm_id: str, group: list[ReplicaAttempt], now: datetime) -> None:
