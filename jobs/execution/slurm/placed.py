@@ -46,7 +46,7 @@ def record_where_started(
         logger.warning("attempt %s: Slurm names node %r, not one of its nodes", attempt.pk, name)
         return
     cards = _cards(noted.get("gpus"), node, attempt.replica.job.gpu_count)
-    holds = holds and not folder.exists("exit")
+    holds = holds and folder.read("exit") is None
     record_slurm_start(attempt_id=attempt.pk, node=node, cards=cards, holds=holds)
     attempt.node, attempt.node_id = node, node.pk
 
