@@ -8,12 +8,12 @@ same so that the job page, the download and the API find them.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.execution.node_name import NODE_NAME
 from jobs.execution.node_settings import settings
 
 LOG_NAME = "output.log"
@@ -26,8 +26,6 @@ CUT_MARK = "[… {count} characters cut] "
 # (os.walk recurses per level: a job's deeper tree would end the page in a RecursionError).
 OUTPUT_WALK_ENTRIES = 2000
 OUTPUT_WALK_DEPTH = 64
-# What a node may be called: one folder name, never a path (``Node.name`` validates it too).
-NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Where every Slurm node's attempts, outputs and checkpoints lie: one folder for the whole
 # cluster, on the filesystem the platform shares with it, whichever node Slurm picks (a
 # folder named for a node would have to be chosen before Slurm chose the node). No node

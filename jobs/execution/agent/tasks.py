@@ -17,7 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.reasons import Reason
-from jobs.execution.files import NODE_NAME
+from jobs.execution.node_name import NODE_NAME
 from jobs.execution.nodes import nodes_check_heartbeats
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.report import attempt_ended

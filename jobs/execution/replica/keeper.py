@@ -90,7 +90,7 @@ def main(folder: Path, node: str) -> int:
     from jobs.execution.node_settings import settings
 
     settings.configure(plan["settings"])
-    from jobs.execution.files import NODE_NAME
+    from jobs.execution.node_name import NODE_NAME
 
     plan["node"] = node if NODE_NAME.fullmatch(node) else "node"
     from jobs.execution.replica import host_network, network, sandbox, slots

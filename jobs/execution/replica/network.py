@@ -37,7 +37,6 @@ import ipaddress
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobs.execution.node_settings import settings
@@ -62,16 +61,28 @@ def gateway() -> str:
     return str(job_subnet()[1])
 
 
-@dataclass
+# A plain class, not a dataclass: the keeper imports this module on every replica's start,
+# and ``dataclasses`` (with ``inspect``) would be a sixth of the keeper's CPU there.
 class ReplicaNetwork:
     """What the agent made for one replica, kept in its spec to remove it again."""
 
-    namespace: str
-    slot: int
-    address: str
-    # host port → port inside the replica
-    published: dict[int, int] = field(default_factory=dict)
-    gang: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        slot: int,
+        address: str,
+        published: dict[int, int] | None = None,  # host port → port inside the replica
+        gang: list[str] | None = None,
+    ) -> None:
+        self.namespace = namespace
+        self.slot = slot
+        self.address = address
+        self.published = published or {}
+        self.gang = gang or []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReplicaNetwork) and self.as_dict() == other.as_dict()
 
     @property
     def netns_path(self) -> str:

@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobs.execution.node_settings import settings
@@ -90,21 +89,34 @@ def job_path_variable() -> str:
     return ":".join([f"{Path(sys.prefix)}/bin", BASE_PATH])
 
 
-@dataclass
+# A plain class, not a dataclass: the keeper imports this module on every replica's start,
+# and ``dataclasses`` (with ``inspect``) would be a sixth of the keeper's CPU there.
 class Mounts:
     """Host paths a replica sees, keyed by where it sees them."""
 
-    code: Path | None
-    output: Path
-    datasets: list[Path] = field(default_factory=list)
-    pretrained: list[Path] = field(default_factory=list)
-    read_only_extra: list[str] = field(default_factory=list)
-    # The image's unpacked root (``image_cache.py``), the replica's ``/``; None: the host's.
-    image_root: Path | None = None
-    # The host's GPU driver files, bound under ``GPU_DRIVER_DIR`` in an image.
-    gpu_driver: list[str] = field(default_factory=list)
-    # Kept across the job's attempts (``checkpoint.py``), seen as /trainyard/checkpoint.
-    checkpoint: Path | None = None
+    def __init__(
+        self,
+        *,
+        code: Path | None,
+        output: Path,
+        datasets: list[Path] | None = None,
+        pretrained: list[Path] | None = None,
+        read_only_extra: list[str] | None = None,
+        checkpoint: Path | None = None,
+        image_root: Path | None = None,
+        gpu_driver: list[str] | None = None,
+    ) -> None:
+        self.code = code
+        self.output = output
+        self.datasets = datasets or []
+        self.pretrained = pretrained or []
+        self.read_only_extra = read_only_extra or []
+        # Kept across the job's attempts (``checkpoint.py``), seen as /trainyard/checkpoint.
+        self.checkpoint = checkpoint
+        # The image's unpacked root (``image_cache.py``), the replica's ``/``; None: the host's.
+        self.image_root = image_root
+        # The host's GPU driver files, bound under ``GPU_DRIVER_DIR`` in an image.
+        self.gpu_driver = gpu_driver or []
 
 
 def bwrap_argv(

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import ipaddress
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.execution.node_settings import settings
@@ -25,10 +24,14 @@ class NoFreeSlot(Exception):
     pass
 
 
-@dataclass(frozen=True)
+# A plain class, not a dataclass: the keeper imports this module on every replica's start,
+# and ``dataclasses`` (with ``inspect``) would be a sixth of the keeper's CPU there.
 class Slot:
-    number: int
-    fd: int  # the locked lease; pass it to the runner, then close it here
+    __slots__ = ("number", "fd")
+
+    def __init__(self, *, number: int, fd: int) -> None:
+        self.number = number
+        self.fd = fd  # the locked lease; pass it to the runner, then close it here
 
     @property
     def uid(self) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 
-from jobs.execution.files import NODE_NAME
+from jobs.execution.node_name import NODE_NAME
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.lifecycle.slurm_placed import record_slurm_start
