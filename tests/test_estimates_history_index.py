@@ -1,7 +1,7 @@
 """The owner's earlier runs of a command, asked on every submission and every estimate,
 are found through an index on (owner, command): the rows read do not grow with the
-table, nor with the owner's other jobs (a new command read every job the owner ever ran,
-and before that every job of the site: 23 ms a submission at 100,000 jobs)."""
+owner's other jobs (before, a new command read every job the owner ever ran: 22.8 ms a
+submission for an owner of 100,000 jobs, 1.1 ms now; ``bench/own_runs_cost.py``)."""
 
 import pytest
 from django.db import connection

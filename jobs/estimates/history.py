@@ -28,8 +28,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from hashlib import md5
 
 from django.db.models import F, Q, Sum
+from django.db.models.functions import MD5
+from django.db.models.lookups import In
 
 from jobs.models import Job, JobDataset, ReplicaAttempt
 
@@ -178,6 +181,9 @@ def commands_runs(
         return {}
     owners, commands = {owner for owner, _c in keys}, {command for _o, command in keys}
     query = Q(template__isnull=True, owner_id__in=owners, command__in=commands)
+    # As the index on (owner, md5(command)) holds it (migration 0019): a command may be
+    # longer than a btree entry.
+    query &= Q(In(MD5("command"), [md5(c.encode()).hexdigest() for c in commands]))
     by_key: dict[tuple[int, str], list[Run]] = {key: [] for key in keys}
     for run in _runs(query, limit * len(keys), keyed=True):
         if run.key in by_key:
