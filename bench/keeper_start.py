@@ -40,6 +40,7 @@ def attempt_folder(base: Path) -> Path:
     django.setup()
     from django.conf import settings
 
+    from jobs.execution.files import LOG_NAME
     from jobs.execution.replica import keeper, sandbox
     from jobs.execution.replica.prepare import write_command_file
     from jobs.execution.slurm.scripts import REPLICA_SCRIPT, ReplicaPlan, Request, replica_script
@@ -50,7 +51,7 @@ def attempt_folder(base: Path) -> Path:
     for name in ("output", "checkpoint"):
         (base / name).mkdir()
     command = write_command_file(SimpleNamespace(path=folder), "training", "true", None)
-    plan = ReplicaPlan(
+    replica = ReplicaPlan(
         index=0,
         attempt_number=1,
         attempt_folder=folder,
@@ -62,37 +63,28 @@ def attempt_folder(base: Path) -> Path:
         cpu_milli=1000, memory_mib=1024, gres="", runtime_minutes=None, warning_seconds=30
     )
     script = folder / REPLICA_SCRIPT
-    script.write_text(replica_script(plan, shared=plan.env, request=request, deadline_seconds=None))
-    script.chmod(0o500)
-    node_settings = {name: getattr(settings, name) for name in keeper.NODE_SETTINGS}
-    (folder / f"{keeper.PLAN}.json").write_text(
-        json.dumps(
-            {
-                "attempt_id": 1,
-                "settings": {
-                    k: str(v) if isinstance(v, Path) else v for k, v in node_settings.items()
-                },
-                "published": {},
-                "peers": [],
-                "mounts": {
-                    "code": None,
-                    "output": str(base / "output"),
-                    "checkpoint": str(base / "checkpoint"),
-                    "datasets": [],
-                    "pretrained": [],
-                    "read_only_extra": sandbox.python_environment_paths(),
-                },
-                "phases": [{"name": "training", "command_file": str(command)}],
-                "image": None,
-                "scratch": sandbox.scratch_paths(in_image=False),
-                "tmp_bytes": 2**30,
-                "storage_bytes": 2**30,
-                "max_processes": 256,
-                "log": str(folder / "output.log"),
-                "script": REPLICA_SCRIPT,
-            }
-        )
+    script.write_text(
+        replica_script(replica, shared=replica.env, request=request, deadline_seconds=None)
     )
+    script.chmod(0o500)
+    mounts = sandbox.Mounts(
+        code=None,
+        output=base / "output",
+        checkpoint=base / "checkpoint",
+        read_only_extra=sandbox.python_environment_paths(),
+    )
+    plan = keeper.keeper_plan(
+        attempt_id=1,
+        node_settings={name: getattr(settings, name) for name in keeper.NODE_SETTINGS},
+        mounts=mounts,
+        phases=[("training", command)],
+        log=folder / LOG_NAME,
+        script=REPLICA_SCRIPT,
+        storage_bytes=2**30,
+        max_processes=256,
+        scratch=sandbox.scratch_paths(in_image=False),
+    )
+    (folder / f"{keeper.PLAN}.json").write_text(json.dumps(plan))
     return folder
 
 

@@ -67,6 +67,50 @@ NODE_SETTINGS = (
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
+def keeper_plan(
+    *,
+    attempt_id: int,
+    node_settings: dict,
+    mounts,
+    phases: list[tuple[str, Path]],
+    log: Path,
+    script: str,
+    storage_bytes: int,
+    max_processes: int,
+    scratch: list[str],
+    published: dict[int, int] | None = None,
+    peers: list[Path] | None = None,
+    image: dict | None = None,
+) -> dict:
+    """``keeper.json``: what ``main`` reads, as the platform writes it for one replica.
+
+    ``mounts``: the replica's ``sandbox.Mounts``; ``phases``: (name, command file) in
+    order; ``node_settings``: the values of ``NODE_SETTINGS``; ``image``: its digest and
+    name (``image_root.image_plan``), or None for the node's own system as ``/``."""
+    return {
+        "attempt_id": attempt_id,
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in node_settings.items()},
+        "published": {str(host): inside for host, inside in (published or {}).items()},
+        "peers": [str(peer) for peer in peers or []],
+        "mounts": {
+            "code": str(mounts.code) if mounts.code else None,
+            "output": str(mounts.output),
+            "checkpoint": str(mounts.checkpoint),
+            "datasets": [str(p) for p in mounts.datasets],
+            "pretrained": [str(p) for p in mounts.pretrained],
+            "read_only_extra": mounts.read_only_extra,
+        },
+        "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
+        "image": {"digest": image["digest"], "name": image["name"]} if image else None,
+        "scratch": scratch,
+        "tmp_bytes": storage_bytes,
+        "storage_bytes": storage_bytes,
+        "max_processes": max_processes,
+        "log": str(log),
+        "script": script,
+    }
+
+
 def keeper_argv(python: str, folder: Path) -> list[str]:
     """How the Slurm job starts the keeper: ``-I``, so nothing of the job's account leaks in;
     ``-S``, for it imports nothing but the standard library and the project, whose path

@@ -17,7 +17,6 @@ import re
 import sys
 from datetime import timedelta
 from itertools import groupby
-from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
@@ -236,28 +235,20 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
     ]
     folder.write(
         keeper.PLAN,
-        {
-            "attempt_id": attempt.pk,
-            "settings": {name: _plain(getattr(settings, name)) for name in keeper.NODE_SETTINGS},
-            "published": {str(host): inside for host, inside in published_ports(attempt).items()},
-            "peers": [str(AttemptFolder.of(a).path) for a in group if a != attempt],
-            "mounts": {
-                "code": str(mounts.code) if mounts.code else None,
-                "output": str(mounts.output),
-                "checkpoint": str(mounts.checkpoint),
-                "datasets": [str(p) for p in mounts.datasets],
-                "pretrained": [str(p) for p in mounts.pretrained],
-                "read_only_extra": mounts.read_only_extra,
-            },
-            "phases": [{"name": name, "command_file": str(path)} for name, path in phases],
-            "image": {"digest": image["digest"], "name": image["name"]} if image else None,
-            "scratch": sandbox.scratch_paths(in_image=bool(image)),
-            "tmp_bytes": job.storage_gib * GIB,
-            "storage_bytes": job.storage_gib * GIB,
-            "max_processes": process_limit(job.cpu_milli),
-            "log": str(folder.log),
-            "script": REPLICA_SCRIPT,
-        },
+        keeper.keeper_plan(
+            attempt_id=attempt.pk,
+            node_settings={name: getattr(settings, name) for name in keeper.NODE_SETTINGS},
+            mounts=mounts,
+            phases=phases,
+            log=folder.log,
+            script=REPLICA_SCRIPT,
+            storage_bytes=job.storage_gib * GIB,
+            max_processes=process_limit(job.cpu_milli),
+            scratch=sandbox.scratch_paths(in_image=bool(image)),
+            published=published_ports(attempt),
+            peers=[AttemptFolder.of(a).path for a in group if a != attempt],
+            image=image,
+        ),
     )
     return ReplicaPlan(
         index=attempt.replica.index,
@@ -274,10 +265,6 @@ def master_addresses() -> dict[str, str]:
     which is replica 0's only when it starts."""
     nodes = Node.objects.filter(executor=Node.Executor.SLURM).values_list("name", "address")
     return {name: network.reachable_address(address) for name, address in nodes if address}
-
-
-def _plain(value):
-    return str(value) if isinstance(value, Path) else value
 
 
 def _request(job: Job, model_id: int | None) -> Request:
