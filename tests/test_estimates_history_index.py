@@ -38,8 +38,12 @@ def rows_read(sql: str) -> int:
 def test_a_commands_history_reads_only_its_own_rows():
     owner, other = UserFactory(), UserFactory()
     project = ProjectFactory(owner=owner)
-    common = {"project": project, "template": None, "finished_at": timezone.now()}
-    common["state"] = Job.State.SUCCEEDED
+    common = {
+        "project": project,
+        "template": None,
+        "state": Job.State.SUCCEEDED,
+        "finished_at": timezone.now(),
+    }
     for number in range(20):
         JobFactory.create_batch(2, owner=owner, command=f"python other{number}.py", **common)
     JobFactory.create_batch(40, owner=other, command="python train.py", **common)

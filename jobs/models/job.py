@@ -173,6 +173,8 @@ class Job(ReplicaResourceColumns):
         indexes = [
             models.Index(fields=["state", "-priority", "submitted_at"], name="job_queue_idx"),
             models.Index(fields=["owner", "-submitted_at"], name="job_owner_idx"),
+            # And job_owner_command_idx, (owner, md5(command)) on PostgreSQL: made by
+            # migration 0019 alone, for it differs per database.
         ]
         constraints = [
             models.CheckConstraint(
