@@ -14,7 +14,7 @@ DASHBOARD = $(if $(filter 0.0.0.0 ::,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
 # only per job event and per warning or error.
 V ?=
 
-.PHONY: run test install lint format messages clean sandbox
+.PHONY: run test install lint format messages clean sandbox test-host
 
 # What jobs run in: bubblewrap, and each replica's own network (iproute2, nftables). As root
 # `make run` and `make test` install the Debian packages and this host's job network; anyone
@@ -66,12 +66,29 @@ node_modules/axe-core/axe.min.js: package.json package-lock.json
 # `.venv/bin/pytest tests/test_jobs_api.py -k stop` for one process.
 TEST_WORKERS ?= 4
 PYTEST_ARGS ?=
-test: $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
+# The suite runs on this machine's PostgreSQL and Redis unless the environment names others,
+# and fails where one is missing (TRAINYARD_REQUIRE_SERVICES): never on SQLite with tests
+# skipped. One process on SQLite, by hand: `.venv/bin/pytest tests/test_jobs_api.py`.
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/trainyard
+REDIS_URL ?= redis://127.0.0.1:6379/0
+SUITE_ENV = DATABASE_URL=$(DATABASE_URL) REDIS_URL=$(REDIS_URL) TRAINYARD_REQUIRE_SERVICES=1
+
+# As root: the Debian packages the tests run for real, PostgreSQL and Redis started, and
+# the second address the job-network tests need (deploy/test-host.sh, idempotent).
+test-host:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  deploy/test-host.sh; \
+	else \
+	  echo "Not root: the suite expects what deploy/test-host.sh makes ready (as root):"; \
+	  echo "  its Debian packages, PostgreSQL and Redis up, and the address 10.250.0.1"; \
+	fi
+
+test: test-host $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
 	@start=$$(date +%s); \
 	$(BIN)/ruff check . && $(BIN)/ruff format --check . \
 	  && $(BIN)/python manage.py makemigrations --check --dry-run \
 	  && $(BIN)/lint-imports \
-	  && $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS); \
+	  && $(SUITE_ENV) $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15 $(PYTEST_ARGS); \
 	status=$$?; \
 	echo "make test: exit $$status after $$(( $$(date +%s) - start )) s (pytest's own line above: counts and its wall time)"; \
 	exit $$status

@@ -53,7 +53,9 @@ def _free_port() -> int:
 def port_proxy(live_server, settings) -> Iterator[Proxy]:
     """nginx on a free loopback port, asking the live server; the site's settings name it."""
     if not Path(NGINX).exists():
-        pytest.fail("nginx is not installed (Debian: apt-get install nginx; .ci/run does)")
+        pytest.fail(
+            "nginx is not installed (Debian: apt-get install nginx; deploy/test-host.sh does)"
+        )
     port = _free_port()
     settings.TRAINYARD_PROXY_ORIGIN = f"http://jobs.localhost:{port}"
     settings.TRAINYARD_BASE_URL = live_server.url

@@ -70,7 +70,7 @@ def slurm_cluster():
             else "Slurm tests start slurmctld/slurmd and need root"
         )
         if os.environ.get("TRAINYARD_REQUIRE_SERVICES"):
-            pytest.fail(f"{why}; CI must run them (.ci/run installs and starts Slurm)")
+            pytest.fail(f"{why}; CI must run them (deploy/test-host.sh installs Slurm)")
         pytest.skip(f"SKIPPING EVERY SLURM TEST: {why}. Install: apt-get install slurm-wlm munge")
     cluster = Cluster(conf=DEV_DIR / "etc" / "slurm.conf")
     with _use(fcntl.LOCK_SH), _leases() as leases:
@@ -91,7 +91,7 @@ def slurm_cluster():
 def _leases():
     """Test sessions at once share the one cluster: the last one out stops what tests started.
 
-    A cluster started by hand or by ``.ci/run`` is never stopped here.
+    A cluster started by hand is never stopped here.
     """
     leases = DEV_DIR / "test-leases"
     leases.mkdir(parents=True, exist_ok=True)

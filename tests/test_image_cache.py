@@ -31,7 +31,9 @@ def umoci_installed():
     if shutil.which("umoci") is None:
         why = "umoci is not installed (Debian: apt-get install umoci)"
         if os.environ.get("TRAINYARD_REQUIRE_SERVICES"):
-            pytest.fail(f"{why}; CI must run the image cache's tests (.ci/run installs it)")
+            pytest.fail(
+                f"{why}; CI must run the image cache's tests (deploy/test-host.sh installs it)"
+            )
         pytest.skip(f"SKIPPING THE IMAGE CACHE'S TESTS: {why}")
 
 

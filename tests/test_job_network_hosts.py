@@ -4,7 +4,7 @@ What a multi-host site relies on (README, Production): each host's job subnet
 is routed to the others', so a gang's replicas reach each other at their job
 addresses on any port, while no job reaches the platform's machines. Here the
 "LAN" is a bridge in the machine's own namespace and the platform (PostgreSQL,
-Redis) listens on its second address (``.ci/run`` sets that up).
+Redis) listens on its second address (``deploy/test-host.sh`` sets that up).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.test_job_network import connect_words, probe_connects
 pytestmark = pytest.mark.integration
 
 LAN_BRIDGE, LAN_GATEWAY = "tyhosts0", "10.251.0.1"
-# Where the platform listens besides loopback (the second address .ci/run gives the machine).
+# Where the platform listens besides loopback (the second address of deploy/test-host.sh).
 PLATFORM_ADDRESS = "10.250.0.1"
 
 
@@ -105,7 +105,9 @@ def two_hosts(agent_env):
             check=False,
         )
         if check.returncode != 0:
-            pytest.fail(f"PostgreSQL does not listen on {PLATFORM_ADDRESS} (.ci/run sets it up)")
+            pytest.fail(
+                f"PostgreSQL does not listen on {PLATFORM_ADDRESS} (deploy/test-host.sh sets it up)"
+            )
         for host in HOSTS:
             peers = [f"{h.job_subnet}={h.address}" for h in HOSTS if h is not host]
             env = {
