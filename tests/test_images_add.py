@@ -168,19 +168,21 @@ def test_a_registry_that_cannot_be_reached_fails_with_its_words(store):
     assert "127.0.0.1:9" in image.problem
 
 
-def test_submit_records_the_digest_and_refuses_an_image_not_ready(store):
+def test_submit_records_the_digest_and_refuses_an_image_that_failed(store):
     NodeFactory(gpu_model=None, gpu_count=0, cpu_milli=8000, memory_mib=32 * 1024)
     user = UserFactory()
     project = ProjectFactory(owner=user)
     digest = "sha256:" + "ab" * 32
     Image.objects.create(project=project, name="ready", source="archive", digest=digest)
-    Image.objects.create(project=project, name="coming", source="archive", state="adding")
+    Image.objects.create(
+        project=project, name="broken", source="archive", state="failed", problem="not a tar"
+    )
     base = {"project": project.name, "command": "true", "resources": {"cpu_cores": 1}}
     job = job_submit(user=user, data={**base, "name": "a", "image": "ready"})
     assert job.image_digest == digest
     with pytest.raises(Exception) as refused:
-        job_submit(user=user, data={**base, "name": "b", "image": "coming"})
-    assert "Image coming is still being added" in str(refused.value)
+        job_submit(user=user, data={**base, "name": "b", "image": "broken"})
+    assert "Image broken could not be added: not a tar" in str(refused.value)
 
 
 def test_the_driver_libraries_come_from_ldconfig_by_soname():
@@ -249,7 +251,9 @@ def test_the_form_lists_each_image_with_what_it_holds_or_why_not(client):
         torch_version="2.13.0+cpu",
         is_default=True,
     )
-    Image.objects.create(project=project, name="coming", source="archive", state="adding")
+    Image.objects.create(
+        project=project, name="broken", source="archive", state="failed", problem="not a tar"
+    )
     Image.objects.create(project=project, name="host", source="host")
     client.force_login(user)
     page = client.get("/jobs/new/").content.decode()

@@ -1,0 +1,85 @@
+"""A job may be submitted while its image is still being added: it waits for the image.
+
+A person who has just added an image (or opened the demo while its images build) submits
+at once; refusing them ("try again when it is ready") loses their form for no reason the
+platform could not wait out itself. The job waits in the queue, saying for which image;
+it takes the image's digest and may start once the image is ready, and fails, naming the
+image's problem, if the image could not be added.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from jobs.images.add import image_add, incoming_archive
+from jobs.models import Image, Job
+from jobs.scheduler import run_pass
+from jobs.services.submit import job_submit
+from tests.factories import NodeFactory, ProjectFactory, UserFactory
+from tests.support.tiny_images import build_tiny_image
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store(tmp_path, settings):
+    settings.TRAINYARD_IMAGE_STORE = tmp_path / "store"
+    return settings.TRAINYARD_IMAGE_STORE
+
+
+@pytest.fixture
+def submit():
+    NodeFactory(gpu_model=None, gpu_count=0, cpu_milli=8000, memory_mib=32 * 1024)
+    user = UserFactory()
+    project = ProjectFactory(owner=user)
+
+    def submit(image: Image, name: str = "first") -> Job:
+        data = {"project": project.name, "name": name, "command": "true", "image": image.name}
+        return job_submit(user=user, data={**data, "resources": {"cpu_cores": 1}})
+
+    submit.project = project
+    return submit
+
+
+def test_a_job_waits_for_its_image_and_starts_in_it_once_ready(tmp_path, store, submit):
+    image = Image.objects.create(
+        project=submit.project, name="coming", source=Image.Source.ARCHIVE, state="adding"
+    )
+    job = submit(image)
+    run_pass()
+    job.refresh_from_db()
+    assert (job.state, job.image_digest) == (Job.State.QUOTA_WAIT, "")
+    assert job.state_reason == "Waiting for image coming to be added"
+    assert job.state_reason_code == "wait.image"
+
+    layout, archive = tmp_path / "layout", tmp_path / "image.tar"
+    build_tiny_image(layout, "a", marker="A")
+    subprocess.run(["skopeo", "copy", "--quiet", f"oci:{layout}:a", f"oci-archive:{archive}"])
+    incoming_archive(image.pk).parent.mkdir(parents=True, exist_ok=True)
+    incoming_archive(image.pk).write_bytes(archive.read_bytes())
+    image = image_add(image.pk)
+    assert image.state == Image.State.READY
+
+    run_pass()
+    job.refresh_from_db()
+    assert job.image_digest == image.digest
+    assert job.state == Job.State.STARTING
+
+
+def test_a_job_waiting_for_an_image_that_cannot_be_added_fails_naming_why(store, submit):
+    image = Image.objects.create(
+        project=submit.project,
+        name="far",
+        source=Image.Source.REGISTRY,
+        source_detail="127.0.0.1:9/team/none:1",
+        state="adding",
+    )
+    job = submit(image)
+    image = image_add(image.pk)
+    assert image.state == Image.State.FAILED
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+    assert job.state_reason.startswith("Image far could not be added: ")
+    assert "127.0.0.1:9" in job.state_reason
