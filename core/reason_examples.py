@@ -21,6 +21,8 @@ EXAMPLES = {
     "wait.ports": {"need": 2, "free": 1, "size": 100},
     "wait.no_node": {},
     "wait.borrow": {"need": _CARDS, "limit": "4", "used": "2"},
+    "wait.image": {"image": "镜像2"},
+    "image.failed": {"name": "镜像2", "problem": "示例"},
     "wait.kept": {"job": 12},
     "wait.nothing_idle": {
         "reason": {

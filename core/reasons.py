@@ -44,6 +44,8 @@ MESSAGES = {
         "Waiting for quota: needs %(need)s beyond your quota; you may borrow %(limit)s and "
         "%(used)s is borrowed"
     ),
+    "wait.image": _("Waiting for image %(image)s to be added"),
+    "image.failed": _("Image %(name)s could not be added: %(problem)s"),
     "wait.kept": _(
         "Waiting for quota: the idle cards it could borrow are kept for job #%(job)s, "
         "which is within its quota"

@@ -251,9 +251,7 @@ def test_the_form_lists_each_image_with_what_it_holds_or_why_not(client):
         torch_version="2.13.0+cpu",
         is_default=True,
     )
-    Image.objects.create(
-        project=project, name="broken", source="archive", state="failed", problem="not a tar"
-    )
+    Image.objects.create(project=project, name="coming", source="archive", state="adding")
     Image.objects.create(project=project, name="host", source="host")
     client.force_login(user)
     page = client.get("/jobs/new/").content.decode()

@@ -55,7 +55,7 @@ def test_a_job_waits_for_its_image_and_starts_in_it_once_ready(tmp_path, store, 
     assert job.state_reason_code == "wait.image"
 
     layout, archive = tmp_path / "layout", tmp_path / "image.tar"
-    build_tiny_image(layout, "a", marker="A")
+    build_tiny_image(layout, "a", marker="A", env=[], python=False)
     subprocess.run(["skopeo", "copy", "--quiet", f"oci:{layout}:a", f"oci-archive:{archive}"])
     incoming_archive(image.pk).parent.mkdir(parents=True, exist_ok=True)
     incoming_archive(image.pk).write_bytes(archive.read_bytes())

@@ -4,7 +4,8 @@ The admin's form saves the row as ``adding`` and queues ``jobs.tasks.image_add``
 this does the work there, however long it takes: the image is brought into the
 site's store (``store.py``), what it holds is read (``facts.py``), and the row
 becomes ``ready`` with its digest, or ``failed`` with the reason in ``problem``.
-Jobs can choose an image only once it is ready (``services/job_input.py``).
+Jobs may choose it at once: they wait for it, then take its digest or fail with its
+problem (``waiting_jobs.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
+from django.db import transaction
 
 from jobs.execution.replica.image_error import ImageError
 from jobs.models import Image
 
 from .facts import image_facts
 from .store import StoreError, store_copy, store_path, store_tag
+from .waiting_jobs import image_saved
 
 # A registry reference as Docker's grammar spells one: host[:port]/path[:tag][@digest].
 REGISTRY_REFERENCE = re.compile(
@@ -63,7 +66,8 @@ def image_add(image_id: int) -> Image:
         facts = image_facts(store_path(), digest)
     except (AddError, StoreError, ImageError) as error:
         image.state, image.problem = Image.State.FAILED, str(error)
-        image.save(update_fields=["state", "problem"])
+        with transaction.atomic():
+            image_saved(image)
         logger.warning("Image %s: could not be added: %s", image.name, error)
         return image
     finally:
@@ -71,7 +75,8 @@ def image_add(image_id: int) -> Image:
     image.digest, image.size_bytes, image.layers = digest, facts.size_bytes, facts.layers
     image.python_version, image.cuda_version = facts.python_version, facts.cuda_version
     image.torch_version, image.state, image.problem = facts.torch_version, Image.State.READY, ""
-    image.save()
+    with transaction.atomic():
+        image_saved(image)
     logger.info(
         "Image %s: ready, %s, %.0f MB in %s, added in %.0f s",
         image.name,

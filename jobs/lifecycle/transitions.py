@@ -17,8 +17,9 @@ from .event_log import log_job_event
 
 S = Job.State
 ALLOWED: dict[str, set[str]] = {
-    S.QUOTA_WAIT: {S.QUOTA_WAIT, S.RESOURCE_WAIT, S.STARTING, S.STOPPED},
-    S.RESOURCE_WAIT: {S.QUOTA_WAIT, S.RESOURCE_WAIT, S.STARTING, S.STOPPED},
+    # Failed while waiting: the image it waits for could not be added (jobs/images/add.py).
+    S.QUOTA_WAIT: {S.QUOTA_WAIT, S.RESOURCE_WAIT, S.STARTING, S.STOPPED, S.FAILED},
+    S.RESOURCE_WAIT: {S.QUOTA_WAIT, S.RESOURCE_WAIT, S.STARTING, S.STOPPED, S.FAILED},
     # Back to resource wait: a node was lost and the job needs a new placement to retry.
     S.STARTING: {
         S.RUNNING,

@@ -44,6 +44,7 @@ from .preemption import Borrowing, choose_victims
 from .queue import WaitingJob
 from .reasons import (
     held_reason,
+    image_reason,
     kept_reason,
     nothing_idle_reason,
     ports_reason,
@@ -163,6 +164,9 @@ class SchedulingPass:
         return ended
 
     def consider(self, job: WaitingJob) -> None:
+        if job.image_adding is not None:  # nothing to start it in yet; it holds no one back
+            self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, image_reason(job.image_adding))
+            return
         admission = self.quotas.admit(job)
         if not admission.admitted:
             self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, admission.reason)

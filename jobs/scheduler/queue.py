@@ -20,7 +20,7 @@ from datetime import datetime
 
 from django.db.models.functions import Coalesce
 
-from jobs.models import Job, JobPort
+from jobs.models import Image, Job, JobPort
 from resources.catalog import ModelCatalog
 from resources.quota import REQUEST_FIELDS, request_from_values
 from resources.request import ResourceRequest
@@ -45,6 +45,7 @@ class WaitingJob:
     fair_share: float = 1.0  # the owner's factor (1.0: no recent use)
     preemptible: bool = False
     reclaiming: bool = False  # borrowing jobs were preempted for it; it has not started
+    image_adding: str | None = None  # the name of its image while that is being added
     on_victims: bool = False  # reclaiming, and some of its victims still stop
 
     @property
@@ -89,6 +90,8 @@ def waiting_rows() -> list[tuple]:
             "expected_seconds",
             "priority",
             "preemptible",
+            "image__state",
+            "image__name",
             *REQUEST_FIELDS,
         )
     )
@@ -100,9 +103,9 @@ def waiting_rows() -> list[tuple]:
     )
     for beneficiary, state in victim_rows.order_by().values_list("preempted_for_id", "state"):
         victims[beneficiary] = victims.get(beneficiary, False) or state in Job.ACTIVE_STATES
-    rows = [(*row[:11], row[0] in victims, victims.get(row[0], False), *row[11:]) for row in rows]
+    rows = [(*row[:13], row[0] in victims, victims.get(row[0], False), *row[13:]) for row in rows]
     if victims:  # stable: reclaiming first, those whose victims are gone before the others
-        rows.sort(key=lambda row: (not row[11], row[12]))
+        rows.sort(key=lambda row: (not row[13], row[14]))
     return rows
 
 
@@ -122,9 +125,10 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog, *, ports=True) -> lis
             *row[:9],
             priority=row[9],
             preemptible=row[10],
-            reclaiming=row[11],
-            on_victims=row[12],
-            request=request_from_values(row[13:], catalog),
+            image_adding=row[12] if row[11] == Image.State.ADDING else None,
+            reclaiming=row[13],
+            on_victims=row[14],
+            request=request_from_values(row[15:], catalog),
             ports=tuple(sorted(by_job.get(row[0], ()))),
         )
         for row in rows

@@ -35,6 +35,12 @@ def quota_reason(*, key: str, need: int, limit: int, used: int) -> Reason:
     )
 
 
+def image_reason(name: str) -> Reason:
+    """A job whose image is still being added (``jobs/images/add.py``): it takes the
+    image's digest and may start once the image is ready."""
+    return Reason("wait.image", {"image": name})
+
+
 def kept_reason(job_id: int) -> Reason:
     """A preemptible job beyond its quota that may not borrow: a job within its quota
     waits for the same cards."""

@@ -217,19 +217,14 @@ def _project_items(project: Project, data: dict, errors: FieldErrors) -> dict:
             project, PretrainedModel, data.get("pretrained_models"), "pretrained_models", errors
         ),
         "code_version": _one_item(project, CodeVersion, data, "code_version", errors),
-        "image": _usable_image(_one_item(project, Image, data, "image", errors), errors),
+        "image": usable_image(_one_item(project, Image, data, "image", errors), errors),
     }
 
 
-def _usable_image(image: Image | None, errors: FieldErrors) -> Image | None:
-    """An image jobs can start in now; the node's own system only where the site allows it."""
-    if image is not None and image.state == Image.State.ADDING:
-        errors.add(
-            "image",
-            _("Image %(name)s is still being added; try again when it is ready.")
-            % {"name": image.name},
-        )
-    elif image is not None and image.state == Image.State.FAILED:
+def usable_image(image: Image | None, errors: FieldErrors) -> Image | None:
+    """An image jobs can start in, now or once it is added (the job waits for it: the
+    scheduler's ``image_reason``); the node's own system only where the site allows it."""
+    if image is not None and image.state == Image.State.FAILED:
         errors.add(
             "image",
             _("Image %(name)s could not be added: %(problem)s")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
@@ -10,10 +12,10 @@ from core.reasons import Reason
 from jobs.estimates.expected import expected_seconds
 from jobs.estimates.rules import template_errors
 from jobs.lifecycle.pass_requests import schedule_soon
-from jobs.models import Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
+from jobs.models import Image, Job, JobDataset, JobEvent, JobPort, JobPretrainedModel
 
 from .admission import request_admission
-from .job_input import JobInput, job_input_resolve
+from .job_input import JobInput, job_input_resolve, usable_image
 from .resources_input import RESOURCE_FIELDS, FieldErrors
 
 RELATED_FIELDS = [field.name for field in Job._meta.concrete_fields if field.is_relation]
@@ -29,6 +31,7 @@ def job_submit(*, user: AbstractBaseUser, data: dict) -> Job:
     job_input = job_input_resolve(user=user, data=data)
     _admission_errors(user, job_input).raise_if_any()
     with transaction.atomic():
+        job_input = _image_as_added(job_input)
         job = _create(user, job_input)
         schedule_soon()
     return job
@@ -53,6 +56,23 @@ def _admission_errors(user: AbstractBaseUser, job_input: JobInput) -> FieldError
         rename,
     )
     return errors
+
+
+def _image_as_added(job_input: JobInput) -> JobInput:
+    """An image still being added is read again, locked, in the job's transaction.
+
+    ``image_add`` writes the image's outcome and the jobs waiting for it (their digest, or
+    their failure) in one transaction: locked here, the new job is either among those it
+    updates or sees the outcome, and takes the digest (or is refused) now.
+    """
+    image = job_input.image
+    if image is None or image.state != Image.State.ADDING:
+        return job_input
+    image = Image.objects.select_for_update().get(pk=image.pk)
+    errors = FieldErrors()
+    usable_image(image, errors)
+    errors.raise_if_any()
+    return replace(job_input, image=image)
 
 
 def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
