@@ -53,3 +53,23 @@ def test_the_proxy_asks_the_web_process_where_it_listens_and_sends_people_back_t
     assert option(proxy, "--dashboard") == "127.0.0.1:8312"
     # A port's site sends a visitor without its cookie to the dashboard's "Open".
     assert web_env.get("TRAINYARD_BASE_URL") == "http://127.0.0.1:8312"
+
+
+def test_an_image_build_never_holds_the_workers_that_run_scheduling_passes():
+    """Adding an image takes minutes (the demo's two at `make run`): on the central
+    worker's two processes it held every scheduling pass back until both were built, and
+    a job submitted meanwhile read "waiting for the scheduler" all that time."""
+    from trainyard.celery import app
+
+    def queue(task: str) -> str:
+        return app.amqp.router.route({}, task)["queue"].name
+
+    served = {
+        name: option(argv, "-Q").split(",")
+        for name, (argv, _env) in started("8313").items()
+        if "worker" in argv and "-Q" in argv
+    }
+    images = queue("jobs.tasks.image_add")
+    assert [name for name, queues in served.items() if images in queues] == ["images"]
+    for task in ("jobs.tasks.schedule_pass", "notifications.tasks.notify_job_event"):
+        assert images != queue(task)
