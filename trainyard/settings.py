@@ -192,7 +192,13 @@ CELERY_DB_REUSE_MAX = 1000
 # Notifications have a queue and a worker of their own (Procfile ``notify``): a burst of
 # job ends, or a slow mail server, then never delays scheduling, launches and exit reports.
 NOTIFICATIONS_QUEUE = "notifications"
-CELERY_TASK_ROUTES = {"notifications.tasks.*": {"queue": NOTIFICATIONS_QUEUE}}
+# Adding an image takes minutes (a registry pull, a build): on a queue and a worker of its
+# own (Procfile ``images``), or the central worker's processes hold every pass back meanwhile.
+IMAGES_QUEUE = "images"
+CELERY_TASK_ROUTES = {
+    "notifications.tasks.*": {"queue": NOTIFICATIONS_QUEUE},
+    "jobs.tasks.image_add": {"queue": IMAGES_QUEUE},
+}
 # Seconds between two passes of each node agent (exits, deadlines, heartbeats).
 TRAINYARD_AGENT_POLL_SECONDS = float(os.environ.get("TRAINYARD_AGENT_POLL_SECONDS", "2"))
 # A poll not run by then is dropped; longer than a busy (or file-system) broker's delivery.
