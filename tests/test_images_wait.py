@@ -50,7 +50,8 @@ def test_a_job_waits_for_its_image_and_starts_in_it_once_ready(tmp_path, store, 
     job = submit(image)
     run_pass()
     job.refresh_from_db()
-    assert (job.state, job.image_digest) == (Job.State.QUOTA_WAIT, "")
+    # what it lacks is something to run in, not quota: "Waiting for resources"
+    assert (job.state, job.image_digest) == (Job.State.RESOURCE_WAIT, "")
     assert job.state_reason == "Waiting for image coming to be added"
     assert job.state_reason_code == "wait.image"
 

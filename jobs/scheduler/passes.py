@@ -165,7 +165,7 @@ class SchedulingPass:
 
     def consider(self, job: WaitingJob) -> None:
         if job.image_adding is not None:  # nothing to start it in yet; it holds no one back
-            self.outcomes[job.pk] = (Job.State.QUOTA_WAIT, image_reason(job.image_adding))
+            self.outcomes[job.pk] = (Job.State.RESOURCE_WAIT, image_reason(job.image_adding))
             return
         admission = self.quotas.admit(job)
         if not admission.admitted:
