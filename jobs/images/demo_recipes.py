@@ -5,8 +5,9 @@
 where Trainyard is developed and shown, but Debian's mirror and PyPI can, so:
 
 - ``python3``: Debian 12 (bookworm) made by ``mmdebstrap``: its essential set plus
-  bash, util-linux (the ``setpriv`` every job runs under), python3, ca-certificates
-  and libstdc++6, without apt's lists, docs, man pages or locales. One layer.
+  bash, util-linux (the ``setpriv`` every job runs under), python3 with its ``python``
+  command (python-is-python3), ca-certificates and libstdc++6, without apt's lists, docs,
+  man pages or locales. One layer.
 - ``pytorch-cpu``: that image plus one layer of CPU PyTorch and its runtime
   dependencies at exact pins, put by ``pip --target`` in
   ``/usr/local/lib/python3.11/dist-packages``, which Debian's python3.11 reads.
@@ -94,15 +95,24 @@ PYTHON3 = Recipe(
     name="trainyard/python:3.11",
     key="python3",
     description="Debian 12 (bookworm) with Python 3.11, bash, coreutils and util-linux",
-    smoke_test="python3 -c 'import ssl, sqlite3' && setpriv --version",
-    # libstdc++6: the C++ runtime manylinux wheels (torch) expect; apt brings it elsewhere
-    debian_packages=("bash", "coreutils", "util-linux", "python3", "ca-certificates", "libstdc++6"),
+    smoke_test="python -c 'import ssl, sqlite3' && python3 --version && setpriv --version",
+    # libstdc++6: the C++ runtime manylinux wheels (torch) expect; apt brings it elsewhere.
+    # python-is-python3: ``python``, which researchers' commands call, not only ``python3``.
+    debian_packages=(
+        "bash",
+        "coreutils",
+        "util-linux",
+        "python3",
+        "python-is-python3",
+        "ca-certificates",
+        "libstdc++6",
+    ),
 )
 PYTORCH_CPU = Recipe(
     name="trainyard/pytorch:2.13-cpu",
     key="pytorch-cpu",
     description="trainyard/python:3.11 with CPU PyTorch 2.13.0 and NumPy",
-    smoke_test="python3 -c 'import torch; assert torch.ones(2).sum() == 2'",
+    smoke_test="python -c 'import torch; assert torch.ones(2).sum() == 2'",
     pip_pins=(  # requirements.lock's pins; torch's CPU build, never a CUDA one
         "torch==2.13.0+cpu",
         "filelock==4.3.1",
