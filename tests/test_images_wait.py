@@ -12,12 +12,15 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from django.core import mail
 
 from jobs.images.add import image_add, incoming_archive
 from jobs.models import Image, Job
 from jobs.scheduler import run_pass
 from jobs.services.submit import job_submit
+from notifications.models import Kind, Notification
 from tests.factories import NodeFactory, ProjectFactory, UserFactory
+from tests.notification_support import queued_job_events
 from tests.support.tiny_images import build_tiny_image
 
 pytestmark = pytest.mark.django_db
@@ -32,7 +35,7 @@ def store(tmp_path, settings):
 @pytest.fixture
 def submit():
     NodeFactory(gpu_model=None, gpu_count=0, cpu_milli=8000, memory_mib=32 * 1024)
-    user = UserFactory()
+    user = UserFactory(email="owner@example.com")
     project = ProjectFactory(owner=user)
 
     def submit(image: Image, name: str = "first") -> Job:
@@ -84,3 +87,28 @@ def test_a_job_waiting_for_an_image_that_cannot_be_added_fails_naming_why(store,
     assert job.state == Job.State.FAILED
     assert job.state_reason.startswith("Image far could not be added: ")
     assert "127.0.0.1:9" in job.state_reason
+
+
+def test_its_owner_is_told_a_job_failed_for_its_image_though_it_never_started(
+    store, submit, django_capture_on_commit_callbacks
+):
+    from notifications.tasks import notify_job_event
+
+    image = Image.objects.create(
+        project=submit.project,
+        name="far",
+        source=Image.Source.REGISTRY,
+        source_detail="127.0.0.1:9/team/none:1",
+        state="adding",
+    )
+    job = submit(image)
+    with django_capture_on_commit_callbacks() as callbacks:
+        image_add(image.pk)
+    for event_id in queued_job_events(callbacks):
+        notify_job_event(event_id)
+
+    notification = Notification.objects.get(job=job)
+    assert notification.kind == Kind.FAILED
+    [email] = mail.outbox
+    assert f"Job #{job.pk} {job.name}" in email.subject
+    assert "Image far could not be added" in email.body
