@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 
 from jobs.execution.replica.image_error import ImageError
 from jobs.models import Image
@@ -66,8 +65,7 @@ def image_add(image_id: int) -> Image:
         facts = image_facts(store_path(), digest)
     except (AddError, StoreError, ImageError) as error:
         image.state, image.problem = Image.State.FAILED, str(error)
-        with transaction.atomic():
-            image_saved(image)
+        image_saved(image)
         logger.warning("Image %s: could not be added: %s", image.name, error)
         return image
     finally:
@@ -75,8 +73,7 @@ def image_add(image_id: int) -> Image:
     image.digest, image.size_bytes, image.layers = digest, facts.size_bytes, facts.layers
     image.python_version, image.cuda_version = facts.python_version, facts.cuda_version
     image.torch_version, image.state, image.problem = facts.torch_version, Image.State.READY, ""
-    with transaction.atomic():
-        image_saved(image)
+    image_saved(image)
     logger.info(
         "Image %s: ready, %s, %.0f MB in %s, added in %.0f s",
         image.name,

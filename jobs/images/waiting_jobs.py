@@ -8,14 +8,17 @@ waits on (it reads the image locked), so no job is left between the two.
 
 from __future__ import annotations
 
+from django.db import transaction
+
 from core.reasons import Reason
 from jobs.lifecycle.pass_requests import schedule_soon
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Image, Job
 
 
+@transaction.atomic
 def image_saved(image: Image) -> None:
-    """Save ``image`` (now ready or failed) and move the jobs waiting for it on."""
+    """Save ``image`` (now ready or failed) and move the jobs waiting for it on, at once."""
     image.save()
     waiting = Job.objects.filter(image=image, state__in=Job.WAITING_STATES, image_digest="")
     if image.state == Image.State.READY:
