@@ -51,17 +51,17 @@ def main() -> None:
 
 
 def read(columns: tuple[str, ...]) -> list[tuple]:
-    """``waiting_rows``' main query, with ``columns`` before the request's."""
+    """``waiting_rows``' main query, with ``columns`` of the image's before the request's."""
     from django.db.models.functions import Coalesce
 
     from jobs.models import Job
+    from jobs.scheduler.queue import WAITING_COLUMNS
     from resources.quota import REQUEST_FIELDS
 
     waiting = Job.objects.filter(state__in=Job.WAITING_STATES).annotate(
         queued=Coalesce("queue_since", "submitted_at")
     )
-    fields = ("pk", "owner_id", "state", "state_reason", "queue_position", "estimated_start")
-    fields += ("max_runtime_minutes", "attempt", "expected_seconds", "priority", "preemptible")
+    fields = [column for column in WAITING_COLUMNS if not column.startswith("image__")]
     ordered = waiting.order_by("-priority", "queued", "pk")
     return list(ordered.values_list(*fields, *columns, *REQUEST_FIELDS))
 

@@ -67,6 +67,27 @@ class WaitingJob:
         return self.request.replicas * len(self.ports) + rendezvous
 
 
+# A waiting row: these columns, then two flags (reclaiming, on victims: at FLAGS and
+# FLAGS + 1, added by ``waiting_rows``), then the request's (``REQUEST_FIELDS``).
+WAITING_COLUMNS = (
+    "pk",
+    "owner_id",
+    "state",
+    "state_reason",
+    "queue_position",
+    "estimated_start",
+    "max_runtime_minutes",
+    "attempt",
+    "expected_seconds",
+    "priority",
+    "preemptible",
+    "image__state",
+    "image__name",
+)
+_AT = {column: index for index, column in enumerate(WAITING_COLUMNS)}
+FLAGS = len(WAITING_COLUMNS)
+
+
 def waiting_rows() -> list[tuple]:
     """The columns of every waiting job, in queue order (one query; two if any wait).
 
@@ -78,22 +99,7 @@ def waiting_rows() -> list[tuple]:
         queued=Coalesce("queue_since", "submitted_at")
     )
     rows = list(
-        waiting.order_by("-priority", "queued", "pk").values_list(
-            "pk",
-            "owner_id",
-            "state",
-            "state_reason",
-            "queue_position",
-            "estimated_start",
-            "max_runtime_minutes",
-            "attempt",
-            "expected_seconds",
-            "priority",
-            "preemptible",
-            "image__state",
-            "image__name",
-            *REQUEST_FIELDS,
-        )
+        waiting.order_by("-priority", "queued", "pk").values_list(*WAITING_COLUMNS, *REQUEST_FIELDS)
     )
     if not rows:
         return rows
@@ -103,9 +109,11 @@ def waiting_rows() -> list[tuple]:
     )
     for beneficiary, state in victim_rows.order_by().values_list("preempted_for_id", "state"):
         victims[beneficiary] = victims.get(beneficiary, False) or state in Job.ACTIVE_STATES
-    rows = [(*row[:13], row[0] in victims, victims.get(row[0], False), *row[13:]) for row in rows]
+    rows = [
+        (*row[:FLAGS], row[0] in victims, victims.get(row[0], False), *row[FLAGS:]) for row in rows
+    ]
     if victims:  # stable: reclaiming first, those whose victims are gone before the others
-        rows.sort(key=lambda row: (not row[13], row[14]))
+        rows.sort(key=lambda row: (not row[FLAGS], row[FLAGS + 1]))
     return rows
 
 
@@ -122,13 +130,15 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog, *, ports=True) -> lis
             by_job.setdefault(job_id, []).append(port)
     return [
         WaitingJob(
-            *row[:9],
-            priority=row[9],
-            preemptible=row[10],
-            image_adding=row[12] if row[11] == Image.State.ADDING else None,
-            reclaiming=row[13],
-            on_victims=row[14],
-            request=request_from_values(row[15:], catalog),
+            *row[:9],  # WaitingJob's first fields, in WAITING_COLUMNS' order
+            priority=row[_AT["priority"]],
+            preemptible=row[_AT["preemptible"]],
+            image_adding=row[_AT["image__name"]]
+            if row[_AT["image__state"]] == Image.State.ADDING
+            else None,
+            reclaiming=row[FLAGS],
+            on_victims=row[FLAGS + 1],
+            request=request_from_values(row[FLAGS + 2 :], catalog),
             ports=tuple(sorted(by_job.get(row[0], ()))),
         )
         for row in rows
