@@ -79,8 +79,8 @@ test-host:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  deploy/test-host.sh; \
 	else \
-	  echo "Not root: the suite expects what deploy/test-host.sh makes ready (as root):"; \
-	  echo "  its Debian packages, PostgreSQL and Redis up, and the address 10.250.0.1"; \
+	  echo "Not root: the suite expects what deploy/test-host.sh makes ready (run it as root):"; \
+	  echo "  its Debian packages, PostgreSQL and Redis up, and a second address they listen on"; \
 	fi
 
 test: test-host $(TEST_STAMP) node_modules/axe-core/axe.min.js sandbox
