@@ -35,13 +35,13 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from jobs.execution.node_settings import settings
 
 from .slots import job_subnet
+from .tools import find_tool
 
 TABLE = "trainyard"
 NETNS_DIR = Path("/run/netns")
@@ -262,7 +262,7 @@ def _remove_stale(slot: int) -> None:
 
 
 def missing_tools() -> list[str]:
-    return [tool for tool in ("ip", "nft", "nsenter") if not shutil.which(tool)]
+    return [tool for tool in ("ip", "nft", "nsenter") if not find_tool(tool)]
 
 
 def require_tools() -> None:

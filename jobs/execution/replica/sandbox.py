@@ -15,7 +15,6 @@ capabilities and ``no_new_privs``. A user namespace alone would not do: uid
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from jobs.execution.node_settings import settings
 
 from .host_network import host_problem
 from .runner import HOST_SCRATCH
+from .tools import find_tool
 
 SANDBOX_COMMAND_PATH = "/run/trainyard/command.sh"
 SYSTEM_READ_ONLY = ("/usr", "/etc", "/sys")
@@ -46,7 +46,7 @@ def bwrap_path() -> str | None:
     """bwrap if this node may use it (``TRAINYARD_SANDBOX=off`` forces plain processes)."""
     if settings.TRAINYARD_SANDBOX == "off":
         return None
-    return shutil.which("bwrap")
+    return find_tool("bwrap")
 
 
 # The answer changes only when an admin installs something: asked again after this long.
