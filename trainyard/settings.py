@@ -14,11 +14,11 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from trainyard.beat import beat_schedule
+from trainyard.databases import databases
 from trainyard.env import env_bool, env_list
 from trainyard.filesystem_broker import transport_options
 from trainyard.logs import logging_config
@@ -135,25 +135,11 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
-if DATABASE_URL:
-    # Connections are kept a minute, and checked before reuse (a restarted server).
-    DATABASES = {
-        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
-    }
-    if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-        # As the embedded default below: writers queue for the file instead of failing.
-        DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
-else:
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "trainyard.sqlite3",
-            # The embedded run has a web server, a worker and beat on one file.
-            "OPTIONS": {"timeout": 30, "transaction_mode": "IMMEDIATE"},
-            # A file, not memory, so a real worker process can share the test database.
-            "TEST": {"NAME": VAR_DIR / "test.sqlite3"},
-        }
-    }
+DATABASES = databases(
+    DATABASE_URL,
+    var_dir=VAR_DIR,
+    prepared=env_bool("TRAINYARD_DB_PREPARED_STATEMENTS", True),
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = os.environ.get("REDIS_URL", "")
