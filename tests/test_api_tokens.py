@@ -1,9 +1,12 @@
 """Personal API tokens: the profile page and ``create_api_token``."""
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from accounts.models import ApiToken
@@ -75,3 +78,21 @@ def test_command_refuses_an_unknown_user(db):
 
 def test_profile_is_linked_from_the_user_menu(owner_client):
     assert f'href="{reverse("profile")}"' in owner_client.get(reverse("jobs:list")).content.decode()
+
+
+def test_a_token_records_its_use_at_most_once_a_minute(client, owner):
+    # A write, and its commit, on every API request a script makes (a CLI polling its
+    # jobs, a burst of submissions) for a column the profile page shows to the minute.
+    row, token = ApiToken.issue(user=owner)
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert client.get("/api/v1/projects", **bearer).status_code == 200
+    first = ApiToken.objects.get().last_used_at
+    assert first is not None
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/api/v1/projects", **bearer).status_code == 200
+    table = f'"{ApiToken._meta.db_table}"'
+    assert not [q["sql"] for q in queries if q["sql"].startswith(f"UPDATE {table}")]
+    assert ApiToken.objects.get().last_used_at == first
+    ApiToken.objects.filter(pk=row.pk).update(last_used_at=first - timedelta(seconds=61))
+    assert client.get("/api/v1/projects", **bearer).status_code == 200
+    assert ApiToken.objects.get().last_used_at > first
