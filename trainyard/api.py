@@ -4,6 +4,8 @@ Each app contributes a router (``<app>/api.py``). Field errors from services
 (Django ``ValidationError``) become ``422 {"errors": {"<field>": ["message"]}}``.
 """
 
+from datetime import timedelta
+
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
@@ -24,6 +26,9 @@ from jobs.estimates.api import router as estimates_router
 from resources.api import router as resources_router
 
 NON_FIELD = "__all__"
+# A token's last use is written at most this often: not a write and a commit on every
+# request of a script that polls or submits in a burst.
+LAST_USE_PRECISION = timedelta(minutes=1)
 
 
 class BearerToken(HttpBearer):
@@ -31,7 +36,9 @@ class BearerToken(HttpBearer):
         row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
         if row is None or not row.user.is_active:
             return None
-        ApiToken.objects.filter(pk=row.pk).update(last_used_at=timezone.now())
+        now = timezone.now()
+        if row.last_used_at is None or now - row.last_used_at >= LAST_USE_PRECISION:
+            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         request.user = row.user
         return row.user
 
