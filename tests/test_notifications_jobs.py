@@ -2,7 +2,8 @@
 
 import pytest
 from django.core import mail
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs.execution.report import attempt_ended, attempt_running
@@ -80,6 +81,23 @@ def test_each_state_notifies_once_even_when_the_task_runs_twice(
         assert f"Job #{job.pk} {job.name}" in mail.outbox[0].subject
         assert notification.email_status == Notification.Email.SENT
         assert notification.emailed_at is not None
+
+
+def test_a_notification_no_email_is_wanted_for_locks_nothing_for_one(
+    owner, django_capture_on_commit_callbacks
+):
+    # A start is told in the app only (by default): no transaction that locks the row to
+    # find it wants no email, on every job's start (and every event of a user without one).
+    job = job_of(owner)
+    with django_capture_on_commit_callbacks() as callbacks:
+        move(job, *PATHS[S.RUNNING])
+    (event_id,) = queued_job_events(callbacks)
+    with CaptureQueriesContext(connection) as queries:
+        notify_job_event(event_id)
+    assert Notification.objects.get(user=owner, kind=Kind.STARTED).in_app
+    # The email's read: its row, if it still waits for its email (locked on PostgreSQL).
+    assert not [q["sql"] for q in queries if '."email_status" = ' in q["sql"]]
+    assert mail.outbox == []
 
 
 def test_a_finished_job_tells_of_its_start_and_its_end(owner, django_capture_on_commit_callbacks):
