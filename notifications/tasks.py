@@ -4,6 +4,7 @@ from smtplib import SMTPException
 
 from celery import shared_task
 
+from .models import Notification
 from .services import (
     emails_pending,
     free_hours_notify,
@@ -22,8 +23,7 @@ def notify_job_event(event_id: int) -> None:
     """Tell a job's owner of the state change recorded as ``JobEvent`` ``event_id``."""
 
     notification = job_event_notify(event_id=event_id)
-    if notification is not None:
-        notification_email_send(notification_id=notification.pk)
+    email_if_pending(notification)
 
 
 @shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
@@ -31,8 +31,7 @@ def notify_free_hours(grant_id: int, percent: int = 80) -> None:
     """Tell an account's user that a free grant passed ``percent`` used (80 or 95)."""
 
     notification = free_hours_notify(grant_id=grant_id, percent=percent)
-    if notification is not None:
-        notification_email_send(notification_id=notification.pk)
+    email_if_pending(notification)
 
 
 @shared_task(name="notifications.tasks.notify_idle_cards", ignore_result=True, **RETRY)
@@ -40,8 +39,7 @@ def notify_idle_cards(job_id: int, percent: float, minutes: int) -> None:
     """Tell a job's owner that its cards averaged ``percent`` GPU use over ``minutes``."""
 
     notification = idle_cards_notify(job_id=job_id, percent=percent, minutes=minutes)
-    if notification is not None:
-        notification_email_send(notification_id=notification.pk)
+    email_if_pending(notification)
 
 
 @shared_task(name="notifications.tasks.notify_long_waits", ignore_result=True)
@@ -58,3 +56,10 @@ def notify_long_waits() -> int:
 def send_notification_email(notification_id: int) -> None:
 
     notification_email_send(notification_id=notification_id)
+
+
+def email_if_pending(notification: Notification | None) -> None:
+    """Send the notification's email if it waits for one; one it does not want (a start, by
+    default) or cannot have (no address) costs no transaction to find that out."""
+    if notification is not None and notification.email_status == Notification.Email.PENDING:
+        notification_email_send(notification_id=notification.pk)
