@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 from django.core import mail
+from django.urls import reverse
 
 from jobs.images.add import image_add, incoming_archive
 from jobs.models import Image, Job
@@ -112,3 +113,20 @@ def test_its_owner_is_told_a_job_failed_for_its_image_though_it_never_started(
     [email] = mail.outbox
     assert f"Job #{job.pk} {job.name}" in email.subject
     assert "Image far could not be added" in email.body
+
+
+def test_the_job_page_says_its_image_is_being_added_not_that_it_has_none(client, submit):
+    # Its digest is empty until the image is ready; empty also means the node's own system.
+    image = Image.objects.create(
+        project=submit.project, name="coming", source=Image.Source.ARCHIVE, state="adding"
+    )
+    job = submit(image)
+    client.force_login(job.owner)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert "own system" not in page
+    assert 'coming <span class="muted">(being added)</span>' in page
+    client.post(reverse("set_language"), {"language": "zh-hans", "next": "/"})
+    assert (
+        'coming <span class="muted">(添加中)</span>'
+        in client.get(f"/jobs/{job.pk}/").content.decode()
+    )
