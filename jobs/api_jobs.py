@@ -108,7 +108,8 @@ class JobOut(Schema):
     code_version: str | None
     image: str | None
     image_digest: str = Field(
-        description="The image's manifest digest the job runs in; empty: the node's own system"
+        description="The image's manifest digest the job runs in; empty: the node's own "
+        "system, or an image still being added (the job waits for it)"
     )
     ports: list[int]
     max_runtime_minutes: int | None
