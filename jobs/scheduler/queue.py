@@ -85,6 +85,7 @@ WAITING_COLUMNS = (
     "image__name",
 )
 _AT = {column: index for index, column in enumerate(WAITING_COLUMNS)}
+FIRST_FIELDS = _AT["priority"]  # pk … expected_seconds: WaitingJob's fields in this order
 FLAGS = len(WAITING_COLUMNS)
 
 
@@ -130,7 +131,7 @@ def load_waiting(rows: list[tuple], catalog: ModelCatalog, *, ports=True) -> lis
             by_job.setdefault(job_id, []).append(port)
     return [
         WaitingJob(
-            *row[:9],  # WaitingJob's first fields, in WAITING_COLUMNS' order
+            *row[:FIRST_FIELDS],
             priority=row[_AT["priority"]],
             preemptible=row[_AT["preemptible"]],
             image_adding=row[_AT["image__name"]]
