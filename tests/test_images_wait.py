@@ -27,6 +27,17 @@ from tests.support.tiny_images import build_tiny_image
 pytestmark = pytest.mark.django_db
 
 
+# A registry reference nothing answers at: its image cannot be added.
+UNREACHABLE = "127.0.0.1:9/team/none:1"
+
+
+def being_added(project, name: str, source: str, detail: str = "") -> Image:
+    """An image of ``project`` as the admin leaves it: added, not yet ready."""
+    return Image.objects.create(
+        project=project, name=name, source=source, source_detail=detail, state=Image.State.ADDING
+    )
+
+
 @pytest.fixture
 def store(tmp_path, settings):
     settings.TRAINYARD_IMAGE_STORE = tmp_path / "store"
@@ -48,9 +59,7 @@ def submit():
 
 
 def test_a_job_waits_for_its_image_and_starts_in_it_once_ready(tmp_path, store, submit):
-    image = Image.objects.create(
-        project=submit.project, name="coming", source=Image.Source.ARCHIVE, state="adding"
-    )
+    image = being_added(submit.project, "coming", Image.Source.ARCHIVE)
     job = submit(image)
     run_pass()
     job.refresh_from_db()
@@ -74,13 +83,7 @@ def test_a_job_waits_for_its_image_and_starts_in_it_once_ready(tmp_path, store, 
 
 
 def test_a_job_waiting_for_an_image_that_cannot_be_added_fails_naming_why(store, submit):
-    image = Image.objects.create(
-        project=submit.project,
-        name="far",
-        source=Image.Source.REGISTRY,
-        source_detail="127.0.0.1:9/team/none:1",
-        state="adding",
-    )
+    image = being_added(submit.project, "far", Image.Source.REGISTRY, UNREACHABLE)
     job = submit(image)
     image = image_add(image.pk)
     assert image.state == Image.State.FAILED
@@ -95,13 +98,7 @@ def test_its_owner_is_told_a_job_failed_for_its_image_though_it_never_started(
 ):
     from notifications.tasks import notify_job_event
 
-    image = Image.objects.create(
-        project=submit.project,
-        name="far",
-        source=Image.Source.REGISTRY,
-        source_detail="127.0.0.1:9/team/none:1",
-        state="adding",
-    )
+    image = being_added(submit.project, "far", Image.Source.REGISTRY, UNREACHABLE)
     job = submit(image)
     with django_capture_on_commit_callbacks() as callbacks:
         image_add(image.pk)
@@ -117,9 +114,7 @@ def test_its_owner_is_told_a_job_failed_for_its_image_though_it_never_started(
 
 def test_the_job_page_says_its_image_is_being_added_not_that_it_has_none(client, submit):
     # Its digest is empty until the image is ready; empty also means the node's own system.
-    image = Image.objects.create(
-        project=submit.project, name="coming", source=Image.Source.ARCHIVE, state="adding"
-    )
+    image = being_added(submit.project, "coming", Image.Source.ARCHIVE)
     job = submit(image)
     client.force_login(job.owner)
     page = client.get(f"/jobs/{job.pk}/").content.decode()
