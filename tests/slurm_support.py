@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from celery import current_app
 
 from jobs.execution.slurm import cli
 from jobs.execution.slurm.inventory import inventory_sync
@@ -184,3 +185,30 @@ def slurm(slurm_use, agent_env, settings):
         leftover = list(cli.jobs(name_prefix=f"{prefix}-j"))
         if leftover:
             cli.cancel(leftover)
+
+
+@pytest.fixture
+def slurm_here(slurm_use, db, settings, tmp_path):
+    """Trainyard on the dev cluster with no worker: the tracking pass and the submissions
+    run in the test process, their tasks eagerly; yields the job-name prefix."""
+    prefix = f"ty{uuid.uuid4().hex[:8]}"
+    settings.TRAINYARD_SLURM_ENABLED = True
+    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
+    settings.TRAINYARD_SLURM_CONF = str(slurm_use.conf)
+    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
+    settings.TRAINYARD_SLURM_QUERY_SECONDS = 0  # every pass asks squeue
+    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
+    settings.TRAINYARD_DATA_ROOT = tmp_path / "data"
+    GpuModelFactory(name="V100")
+    wait_for_controller()
+    inventory_sync()
+    # The pass hands reports to tasks; here they run in this process, as it calls them.
+    # Sent by name, they run eagerly only once registered: as in a worker, every task module
+    # is imported (run alone, a test's tasks went to the broker, and nothing ran them).
+    current_app.loader.import_default_modules()
+    current_app.conf.task_always_eager = True
+    yield prefix
+    current_app.conf.task_always_eager = False
+    leftover = list(cli.jobs(name_prefix=f"{prefix}-j"))
+    if leftover:
+        cli.cancel(leftover)

@@ -4,21 +4,16 @@ The tracking pass and the submission run here, in the test process, against the
 real development cluster.
 """
 
-import uuid
-
 import pytest
-from celery import current_app
 from django.utils import timezone
 
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.slurm import cli, submit
-from jobs.execution.slurm.inventory import inventory_sync
 from jobs.execution.slurm.track import track_pass
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, Replica, ReplicaAttempt
 from resources.models import Node
-from tests.factories import GpuModelFactory, JobFactory
-from tests.slurm_support import wait_for_controller
+from tests.factories import JobFactory
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -26,28 +21,8 @@ State = ReplicaAttempt.State
 
 
 @pytest.fixture
-def site(slurm_use, db, settings, tmp_path):
-    prefix = f"ty{uuid.uuid4().hex[:8]}"
-    settings.TRAINYARD_SLURM_ENABLED = True
-    settings.TRAINYARD_SLURM_PARTITION = "trainyard"
-    settings.TRAINYARD_SLURM_CONF = str(slurm_use.conf)
-    settings.TRAINYARD_SLURM_JOB_PREFIX = prefix
-    settings.TRAINYARD_SLURM_QUERY_SECONDS = 0  # every pass asks squeue
-    settings.TRAINYARD_NODE_ROOT = tmp_path / "nodes"
-    settings.TRAINYARD_DATA_ROOT = tmp_path / "data"
-    GpuModelFactory(name="V100")
-    wait_for_controller()
-    inventory_sync()
-    # The pass hands reports to tasks; here they run in this process, as it calls them.
-    # Sent by name, they run eagerly only once registered: as in a worker, every task module
-    # is imported (run alone, this file's tasks went to the broker, and nothing ran them).
-    current_app.loader.import_default_modules()
-    current_app.conf.task_always_eager = True
-    yield prefix
-    current_app.conf.task_always_eager = False
-    leftover = list(cli.jobs(name_prefix=f"{prefix}-j"))
-    if leftover:
-        cli.cancel(leftover)
+def site(slurm_here):
+    return slurm_here
 
 
 def attempt_on(node_name: str, *, state: str = State.PENDING, external_id: str = "", **job):
