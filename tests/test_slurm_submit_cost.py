@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from jobs.execution.launch import jobs_launch
+from jobs.execution.slurm import submit
 from jobs.lifecycle.transitions import job_transition
 from jobs.models import Job, Replica, ReplicaAttempt
 from resources.models import GpuModel
@@ -48,3 +49,21 @@ def test_the_jobs_a_pass_started_reach_slurm_in_its_order_at_a_shared_cost(slurm
     # share, the model's Slurm type and the nodes it must avoid) and the launch's own
     # reads and writes are read once for them all: 18. It was 17 a job, 102 here.
     assert len(queries) <= 18 + 9 * JOBS, [q["sql"] for q in queries.captured_queries]
+
+
+def test_one_jobs_failing_submission_holds_back_none_of_the_others(slurm_here, monkeypatch, caplog):
+    model = GpuModel.objects.get(name="V100")
+    first, broken, last = (slurm_placed_job(model) for _ in range(3))
+    plan = submit._plan
+
+    def plan_or_fail(group, *args):
+        if group[0].replica.job_id == broken.pk:
+            raise OSError("disk full")
+        return plan(group, *args)
+
+    monkeypatch.setattr(submit, "_plan", plan_or_fail)
+    jobs_launch([first.pk, broken.pk, last.pk])
+
+    submitted = dict(ReplicaAttempt.objects.values_list("replica__job_id", "external_id"))
+    assert submitted[first.pk] and submitted[last.pk] and not submitted[broken.pk]
+    assert f"submitting job {broken.pk} failed" in caplog.text

@@ -38,9 +38,9 @@ def jobs_launch(job_ids: list[int]) -> list[int]:
     """``job_launch`` for every job a pass started, in a fixed number of queries.
 
     The jobs' rows are locked in id order (as every path locks a job before its
-    attempts), so a stop or an exit report of one of them waits for this; each
-    job attempt is then handed to its executors on its own, as one Slurm job, in the
-    order of ``job_ids``.
+    attempts), so a stop or an exit report of one of them waits for this. Each
+    executor then gets all of its attempts at once, in the order of ``job_ids`` (the
+    Slurm executor submits each job attempt as one Slurm job, in that order).
     """
     with transaction.atomic():
         jobs = {
@@ -70,9 +70,12 @@ def jobs_launch(job_ids: list[int]) -> list[int]:
     for replica, attempt in attempts:
         by_job[replica.job_id][executor_of(replica.node)].append(attempt.pk)
     # In the order given (the pass's queue order): Slurm queues what it is handed first first.
+    by_executor: dict[str, list[int]] = defaultdict(list)
     for job_id in dict.fromkeys(job_ids):
         for executor_name, attempt_ids in by_job.get(job_id, {}).items():
-            executor_for(executor_name).start_attempts(attempt_ids)
+            by_executor[executor_name] += attempt_ids
+    for executor_name, attempt_ids in by_executor.items():
+        executor_for(executor_name).start_attempts(attempt_ids)
     return [attempt.pk for _replica, attempt in attempts]
 
 

@@ -19,7 +19,8 @@ class Executor(Protocol):
     name: str
 
     def start_attempts(self, attempt_ids: list[int]) -> None:
-        """Start these attempts (all replicas of one job attempt, for a gang)."""
+        """Start these attempts: every replica of each job attempt among them (a gang
+        starts whole), the job attempts in the order given (the queue's)."""
 
     def stop_attempts(self, attempt_ids: list[int], *, reason: Reason) -> None:
         """TERM, a grace period, then KILL; the attempts end as stopped."""

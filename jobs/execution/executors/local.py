@@ -25,8 +25,6 @@ class LocalExecutor:
 
 
 def _nodes_of(attempt_ids: list[int]) -> list[tuple[int, str]]:
-    return list(
-        ReplicaAttempt.objects.filter(pk__in=attempt_ids)
-        .order_by("pk")
-        .values_list("pk", "node__name")
-    )
+    """Each attempt's node, in the order given (the queue's)."""
+    nodes = dict(ReplicaAttempt.objects.filter(pk__in=attempt_ids).values_list("pk", "node__name"))
+    return [(pk, nodes[pk]) for pk in attempt_ids if pk in nodes]

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from core.reasons import Reason
-from jobs.execution.replica import keeper, network, sandbox
+from jobs.execution.replica import keeper, sandbox
 from jobs.execution.replica.folder import AttemptFolder
 from jobs.execution.replica.image_error import ImageError
 from jobs.execution.replica.image_root import image_plan
@@ -41,11 +41,11 @@ from jobs.execution.replica.prepare import (
 )
 from jobs.execution.report import attempt_ended, job_start_waits
 from jobs.models import Job, ReplicaAttempt
-from resources.models import Node, SiteSettings, SlurmGpuType
+from resources.models import SiteSettings
 
 from . import cli
-from .eligible import asked_model_id, avoided_nodes, model_closed
-from .priority import slurm_nices
+from .batch import SubmitBatch
+from .eligible import asked_model_id, model_closed
 from .scripts import (
     REPLICA_SCRIPT,
     ReplicaPlan,
@@ -74,33 +74,44 @@ def parse_job_name(name: str) -> tuple[int, int] | None:
 
 
 def load_groups(attempt_ids: list[int]) -> list[list[ReplicaAttempt]]:
-    """The attempts by job attempt (one Slurm job each), lead replica first."""
+    """The attempts by job attempt (one Slurm job each), lead replica first, the job
+    attempts in the order of their attempts in ``attempt_ids`` (the queue's)."""
     attempts = (
         ReplicaAttempt.objects.filter(pk__in=attempt_ids)
         .select_related("node", "replica__job__gpu_model", "replica__job__code_version")
         .order_by("replica__job_id", "number", "replica__index")
     )
-    return [
+    groups = [
         list(group) for _key, group in groupby(attempts, key=lambda a: (a.replica.job_id, a.number))
     ]
+    position = {pk: index for index, pk in enumerate(attempt_ids)}
+    return sorted(groups, key=lambda group: min(position[a.pk] for a in group))
 
 
 def submit_attempts(attempt_ids: list[int]) -> None:
-    """Submit every job attempt among these attempts that Slurm does not have yet."""
+    """Submit every job attempt among these attempts that Slurm does not have yet, in
+    their order: Slurm queues the first first."""
     groups = load_groups(attempt_ids)
+    batch = SubmitBatch([group[0].replica.job for group in groups])
     for position, group in enumerate(groups):
         try:
-            submit_group(group)
+            submit_group(group, batch)
         except cli.SlurmUnavailable as error:
             cli.log_unavailable("submitting", error)
             # Each further try would wait as long; the next tracking pass retries them all.
             for waiting in groups[position:]:
                 _note_waiting(waiting[0].replica.job_id, error)
             return
+        except Exception:
+            # One job attempt's fault holds back none of the others; the tracking pass
+            # submits it again (``RESUBMIT_AFTER``).
+            logger.exception("submitting job %s failed", group[0].replica.job_id)
 
 
-def submit_group(group: list[ReplicaAttempt]) -> str | None:
-    """The Slurm job id of this job attempt, submitting it if Slurm has none by its name."""
+def submit_group(group: list[ReplicaAttempt], batch: SubmitBatch | None = None) -> str | None:
+    """The Slurm job id of this job attempt, submitting it if Slurm has none by its name.
+
+    ``batch``: what it shares with the other job attempts of its task (else its own)."""
     lead = group[0]
     folder = AttemptFolder.of(lead)
     with folder.lock():
@@ -117,7 +128,8 @@ def submit_group(group: list[ReplicaAttempt]) -> str | None:
         name = job_name(job.pk, lead.number, job.replicas)
         # The plan is written before the first sbatch: without one, nothing was submitted.
         existing = cli.job_ids_named(name) if folder.exists(PLAN) else []
-        slurm_id = existing[-1] if existing else _sbatch(group, folder, name)
+        batch = batch or SubmitBatch([job])
+        slurm_id = existing[-1] if existing else _sbatch(group, folder, name, batch)
         return _record(group, slurm_id) if slurm_id else None
 
 
@@ -136,9 +148,11 @@ def _record(group: list[ReplicaAttempt], slurm_id: str) -> str:
     return slurm_id
 
 
-def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> str | None:
+def _sbatch(
+    group: list[ReplicaAttempt], folder: AttemptFolder, name: str, batch: SubmitBatch
+) -> str | None:
     # The plan is written once: a retry after an unreachable controller submits the same job.
-    plan = folder.read(PLAN) or _plan(group, folder, name)
+    plan = folder.read(PLAN) or _plan(group, folder, name, batch)
     if plan is None:
         return None
     try:
@@ -161,7 +175,9 @@ def _sbatch(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> st
         return None
 
 
-def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict | None:
+def _plan(
+    group: list[ReplicaAttempt], folder: AttemptFolder, name: str, batch: SubmitBatch
+) -> dict | None:
     """Prepare every replica's folders and scripts; None if one could not start."""
     plans = [_replica_plan(attempt, group) for attempt in group]
     if None in plans:
@@ -169,10 +185,10 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
     job = group[0].replica.job
     lead = group[0]
     model_id = asked_model_id(lead)
-    request = _request(job, model_id)
+    request = _request(job, model_id, batch)
     shared = shared_env(plans)
     deadline_seconds = job.max_runtime_minutes * 60 if job.max_runtime_minutes else None
-    masters = master_addresses() if len(plans) > 1 and group[0].node is None else None
+    masters = batch.master_addresses if len(plans) > 1 and group[0].node is None else None
     for replica in plans:
         replica.script_path.write_text(
             replica_script(
@@ -191,7 +207,7 @@ def _plan(group: list[ReplicaAttempt], folder: AttemptFolder, name: str) -> dict
             request=request,
             partition=settings.TRAINYARD_SLURM_PARTITION,
             account=settings.TRAINYARD_SLURM_ACCOUNT,
-            exclude=avoided_nodes(request, model_id) if lead.node is None else [],
+            exclude=batch.avoided_nodes(request, model_id) if lead.node is None else [],
         ),
         "script": batch_script(plans, request=request, python=sys.executable),
         "env": shared,
@@ -260,35 +276,27 @@ def _replica_plan(attempt: ReplicaAttempt, group: list[ReplicaAttempt]) -> Repli
     )
 
 
-def master_addresses() -> dict[str, str]:
-    """Each Slurm node's address as a replica reaches it: a gang Slurm places learns
-    which is replica 0's only when it starts."""
-    nodes = Node.objects.filter(executor=Node.Executor.SLURM).values_list("name", "address")
-    return {name: network.reachable_address(address) for name, address in nodes if address}
-
-
-def _request(job: Job, model_id: int | None) -> Request:
+def _request(job: Job, model_id: int | None, batch: SubmitBatch | None = None) -> Request:
     # With an augmentation search first, the max run time starts with training:
     # Slurm's limit would count both phases, so the tracking pass enforces it instead.
     runtime = job.max_runtime_minutes if not job.augmentation_command.strip() else None
+    batch = batch or SubmitBatch([job])
     return Request(
         cpu_milli=job.cpu_milli,
         memory_mib=job.memory_mib,
-        gres=gres(job, model_id),
+        gres=gres(job, model_id, batch),
         runtime_minutes=runtime,
-        warning_seconds=max(1, SiteSettings.load().stop_grace_seconds),
-        nice=slurm_nices([job])[job.pk],
+        warning_seconds=max(1, batch.stop_grace_seconds),
+        nice=batch.nice(job),
     )
 
 
-def gres(job: Job, model_id: int | None) -> str:
+def gres(job: Job, model_id: int | None, batch: SubmitBatch | None = None) -> str:
     """``gpu:<type>:<n>`` with the Slurm GPU type of the model it asks for
     (``asked_model_id``) when one type maps to that model."""
     if job.resource_kind == "cpu" or not job.gpu_count:
         return ""
-    types = list(
-        SlurmGpuType.objects.filter(gpu_model_id=model_id).values_list("slurm_type", flat=True)
-    )
+    types = (batch or SubmitBatch([job])).slurm_types(model_id)
     return f"gpu:{types[0]}:{job.gpu_count}" if len(types) == 1 else f"gpu:{job.gpu_count}"
 
 
