@@ -257,3 +257,13 @@ def test_a_gang_runs_when_its_last_replica_starts_counted_in_one_query(django_as
     assert state_of(job).state == Job.State.STARTING
     start(second)
     assert state_of(job).state == Job.State.RUNNING
+
+
+def test_a_site_without_local_nodes_pays_one_query_a_poll(django_assert_num_queries):
+    """Beat dispatches the agents' polls every 2 s; a Slurm-only site has no agent to
+    poll and no heartbeat to watch (it watched 6 queries' worth, in a transaction)."""
+    from jobs.execution.agent.tasks import dispatch_polls
+
+    make_node(executor="slurm", last_heartbeat=timezone.now() - timedelta(days=1))
+    with django_assert_num_queries(1):
+        dispatch_polls()
