@@ -102,10 +102,15 @@ def poll(node_name: str) -> None:
 
 @shared_task(name="jobs.agent.dispatch_polls", ignore_result=True)
 def dispatch_polls() -> None:
-    """Send each local node's agent its poll (expiring, so a dead agent's queue stays short)."""
+    """Send each local node's agent its poll (expiring, so a dead agent's queue stays short),
+    then check their heartbeats. A site without local nodes (Slurm's alone) has no
+    heartbeat to watch: should one join, the check watches a whole timeout before it
+    takes the node down (``nodes_check_heartbeats``)."""
     expires = settings.TRAINYARD_AGENT_POLL_EXPIRES
-    for name in Node.objects.filter(executor=Node.Executor.LOCAL).values_list("name", flat=True):
+    names = list(Node.objects.filter(executor=Node.Executor.LOCAL).values_list("name", flat=True))
+    for name in names:
         current_app.send_task(
             "jobs.agent.poll", args=[name], queue=agent_queues(name)[1], expires=expires
         )
-    nodes_check_heartbeats()
+    if names:
+        nodes_check_heartbeats()
