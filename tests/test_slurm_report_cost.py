@@ -149,3 +149,37 @@ def test_a_batch_of_reports_asks_for_one_scheduling_pass_not_one_per_job(
 
     pass_requests.request_pass()  # outside a batch, as before
     assert sent == [pass_requests.SCHEDULE_PASS_TASK] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_reports_sends_its_notifications_in_one_task(settings, tmp_path, monkeypatch):
+    """Each job's start and end notifies its owner (two events a job); within one report
+    task the notifications go to their worker as one task, not one per event."""
+    from celery.app.task import Task
+
+    from notifications.models import Notification
+
+    settings.TRAINYARD_NODE_ROOT = tmp_path
+    sent: list[tuple[str, tuple]] = []
+    monkeypatch.setattr(
+        Task, "apply_async", lambda task, args=(), *_, **__: sent.append((task.name, args))
+    )
+    model = GpuModelFactory(name="V100")
+    node = NodeFactory(name="gpu01", executor="slurm", gpu_model=model, gpu_count=8)
+    attempts = [slurm_placed_attempt(model, number) for number in range(4)]
+    for card, attempt in enumerate(attempts):
+        ran(attempt, node, card, ended=True)
+    sent.clear()
+
+    replica_reports.report_from_files([(a.external_id, [a.pk]) for a in attempts])
+
+    notifying = [(name, args) for name, args in sent if name.startswith("notifications.")]
+    assert len(notifying) == 1, notifying
+    [(name, args)] = notifying
+    monkeypatch.undo()
+    from celery import current_app
+
+    current_app.tasks[name](*args)  # as the notifications worker runs it
+    kinds = sorted(Notification.objects.values_list("job_id", "kind"))
+    jobs = sorted(a.replica.job_id for a in attempts)
+    assert kinds == sorted((job, kind) for job in jobs for kind in ("started", "succeeded"))
