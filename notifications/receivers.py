@@ -14,10 +14,11 @@ from django.db import transaction
 from django.dispatch import receiver
 
 from billing.signals import free_grant_crossed
+from core.batches import defer
 from jobs.signals import job_cards_idle, job_state_changed
 
 from .rules import FREE_HOURS_PERCENTS, JOB_STATE_KINDS
-from .tasks import notify_free_hours, notify_idle_cards, notify_job_event
+from .tasks import notify_free_hours, notify_idle_cards, notify_job_event, notify_job_events
 
 
 @receiver(job_state_changed, dispatch_uid="notifications.job_state_changed")
@@ -45,7 +46,15 @@ def enqueue_idle_cards(job_id: int, percent: float, minutes: int) -> None:
 
 
 def enqueue_job_event(event_id: int) -> None:
-    notify_job_event.delay(event_id)
+    """Within a batch of reports (``core.batches``), its events go to the worker together."""
+    defer(_enqueue_job_events, event_id)
+
+
+def _enqueue_job_events(event_ids: list[int]) -> None:
+    if len(event_ids) == 1:
+        notify_job_event.delay(event_ids[0])
+    else:
+        notify_job_events.delay(event_ids)
 
 
 def enqueue_free_hours(grant_id: int, percent: int) -> None:

@@ -26,6 +26,13 @@ def notify_job_event(event_id: int) -> None:
     email_if_pending(notification)
 
 
+@shared_task(name="notifications.tasks.notify_job_events", ignore_result=True, **RETRY)
+def notify_job_events(event_ids: list[int]) -> None:
+    """``notify_job_event`` for each of these events, committed by one batch of reports."""
+    for event_id in event_ids:
+        notify_job_event(event_id)
+
+
 @shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
 def notify_free_hours(grant_id: int, percent: int = 80) -> None:
     """Tell an account's user that a free grant passed ``percent`` used (80 or 95)."""

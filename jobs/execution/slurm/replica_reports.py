@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from core.batches import batched
 from jobs.execution.nodes import node_cannot_isolate
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
@@ -50,7 +51,8 @@ def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
     """
     loaded = unfinished_attempts().in_bulk([pk for _slurm_id, pks in reports for pk in pks])
     now = timezone.now()
-    with one_pass_after():  # the cards they took and freed, read by one pass at the end
+    # The cards they took and freed, read by one pass at the end; their notifications, one task.
+    with one_pass_after(), batched():
         for slurm_id, attempt_ids in reports:
             group = [loaded[pk] for pk in attempt_ids if pk in loaded]
             group = [attempt for attempt in group if attempt.external_id == slurm_id]

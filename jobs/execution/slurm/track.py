@@ -31,6 +31,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
+from core.batches import batched
 from core.reasons import Reason
 from core.task_names import send_task
 from jobs.execution.replica import keeper
@@ -92,7 +93,8 @@ def track_pass(*, now: datetime | None = None) -> PassReport:
     if not cache.add(lock, 1, LOCK_SECONDS):
         return PassReport()
     try:
-        return _track(now or timezone.now())
+        with batched():  # what its reports notify goes to the worker as one task
+            return _track(now or timezone.now())
     finally:
         cache.delete(lock)
 
