@@ -111,8 +111,10 @@ def main() -> None:
                 print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
                 if "b" in args.ways:
                     before, busy = session_cpu_seconds(processes), machine_busy_seconds()
+                    counted = platform_counts()
                     results["b"].append(run_api(args, port, token, f"b{pair}"))
                     after = session_cpu_seconds(processes)
+                    print_platform_counts(f"b{pair}", counted, args.jobs)
                     print(f"(b{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
                     for name, seconds in after.items():
                         print(f"  CPU {seconds - before[name]:6.1f} s  {name}")
@@ -172,6 +174,37 @@ def cast() -> tuple[str, list[str]]:
     nodes = sorted(inventory_sync().created)
     _row, token = api_token_create(user=user, name="bench")
     return token, nodes
+
+
+def platform_counts() -> dict[str, int]:
+    """What Trainyard asked of its database and broker so far: transactions committed in
+    the scratch database (this process's polls among them) and messages sent to Celery's
+    queues (Redis ``LPUSH``). Unlike CPU seconds, they do not vary with the machine."""
+    import redis
+    from django.conf import settings
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_stat_clear_snapshot(), xact_commit FROM pg_stat_database"
+            " WHERE datname = current_database()"
+        )
+        commits = cursor.fetchone()[1]
+    pushes = 0  # the file-system broker (no REDIS_URL) keeps no count
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+        pushes = broker.info("commandstats").get("cmdstat_lpush", {}).get("calls", 0)
+    return {"transactions": commits, "messages": pushes}
+
+
+def print_platform_counts(label: str, before: dict[str, int], jobs: int) -> None:
+    time.sleep(1.5)  # PostgreSQL's backends report their counts within a second
+    after = platform_counts()
+    print(
+        f"({label}) per job: {(after['transactions'] - before['transactions']) / jobs:.1f} "
+        f"database transactions, {(after['messages'] - before['messages']) / jobs:.2f} "
+        "Celery messages"
+    )
 
 
 def renice_database(nice: int) -> None:
