@@ -309,3 +309,29 @@ def test_email_links_start_with_the_base_url(owner, settings, django_capture_on_
     body = mail.outbox[0].body
     assert f"https://trainyard.example/jobs/{job_id}/" in body
     assert "https://trainyard.example/notifications/settings/" in body
+
+
+def test_one_events_failing_notification_in_a_batch_loses_none_of_the_others(
+    owner, monkeypatch, caplog
+):
+    """A batch of reports sends its events as one task (``notify_job_events``): one that
+    fails is logged, the others are still notified, and the task fails for a retry."""
+    from notifications import services
+    from notifications.tasks import notify_job_events
+
+    first, second = job_of(owner), job_of(owner)
+    move(first, *PATHS[S.SUCCEEDED])
+    move(second, *PATHS[S.SUCCEEDED])
+    broken, fine = last_event(first).pk, last_event(second).pk
+    notify = services.job_event_notify
+
+    def notify_or_fail(*, event_id):
+        if event_id == broken:
+            raise ValueError("a bad row")
+        return notify(event_id=event_id)
+
+    monkeypatch.setattr("notifications.tasks.job_event_notify", notify_or_fail)
+    with pytest.raises(ValueError):
+        notify_job_events([broken, fine])
+    assert Notification.objects.filter(job=second, kind="succeeded").exists()
+    assert f"notifying event {broken} failed" in caplog.text
