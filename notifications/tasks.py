@@ -1,5 +1,6 @@
 """Celery tasks of notifications: each takes ids, re-reads rows and is safe to run again."""
 
+import logging
 from smtplib import SMTPException
 
 from celery import shared_task
@@ -14,6 +15,7 @@ from .services import (
     notification_email_send,
 )
 
+logger = logging.getLogger(__name__)
 # A mail server that is down or refuses for a while: retry, backing off.
 RETRY = {"autoretry_for": (SMTPException, OSError), "retry_backoff": True, "max_retries": 8}
 
@@ -28,9 +30,19 @@ def notify_job_event(event_id: int) -> None:
 
 @shared_task(name="notifications.tasks.notify_job_events", ignore_result=True, **RETRY)
 def notify_job_events(event_ids: list[int]) -> None:
-    """``notify_job_event`` for each of these events, committed by one batch of reports."""
+    """``notify_job_event`` for each of these events, committed by one batch of reports.
+
+    One that fails holds back none of the others: it is logged, and the task then fails
+    (retried where the mail server was the cause; the events done are found done)."""
+    failed: Exception | None = None
     for event_id in event_ids:
-        notify_job_event(event_id)
+        try:
+            notify_job_event(event_id)
+        except Exception as error:
+            logger.exception("notifying event %s failed", event_id)
+            failed = failed or error
+    if failed is not None:
+        raise failed
 
 
 @shared_task(name="notifications.tasks.notify_free_hours", ignore_result=True, **RETRY)
