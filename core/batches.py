@@ -1,7 +1,7 @@
 """Work a batch of changes asks for, done once when the batch ends.
 
 A task that reports many jobs (``jobs/execution/slurm/replica_reports.py``) commits each
-job on its own; what each commit asks for (a notification task, say) is collected
+job on its own; what each commit asks for (a scheduling pass, a notification task) is collected
 inside ``batched()`` and handed over once at its end, as one call with every item.
 Outside a batch each item is handed over at once, as before.
 """

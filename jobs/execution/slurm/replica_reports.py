@@ -18,7 +18,6 @@ from jobs.execution.nodes import node_cannot_isolate
 from jobs.execution.replica import keeper
 from jobs.execution.replica.folder import AttemptFolder, parse_time
 from jobs.execution.report import attempt_ended, attempt_phase_started, attempt_running
-from jobs.lifecycle.pass_requests import one_pass_after
 from jobs.models import ReplicaAttempt
 from resources.models import Node
 
@@ -52,7 +51,7 @@ def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
     loaded = unfinished_attempts().in_bulk([pk for _slurm_id, pks in reports for pk in pks])
     now = timezone.now()
     # The cards they took and freed, read by one pass at the end; their notifications, one task.
-    with one_pass_after(), batched():
+    with batched():
         for slurm_id, attempt_ids in reports:
             group = [loaded[pk] for pk in attempt_ids if pk in loaded]
             group = [attempt for attempt in group if attempt.external_id == slurm_id]
