@@ -46,6 +46,16 @@ def ran(attempt: ReplicaAttempt, node, card: int, *, ended: bool) -> None:
         folder.write("exit", exit)
 
 
+def four_ran_and_ended() -> list[ReplicaAttempt]:
+    """Four one-card jobs Slurm placed on gpu01, each seen started and ended at once."""
+    model = GpuModelFactory(name="V100")
+    node = NodeFactory(name="gpu01", executor="slurm", gpu_model=model, gpu_count=8)
+    attempts = [slurm_placed_attempt(model, number) for number in range(4)]
+    for card, attempt in enumerate(attempts):
+        ran(attempt, node, card, ended=True)
+    return attempts
+
+
 @pytest.fixture
 def cluster(db, settings, tmp_path):
     settings.TRAINYARD_NODE_ROOT = tmp_path
@@ -135,11 +145,7 @@ def test_a_batch_of_reports_asks_for_one_scheduling_pass_not_one_per_job(
     settings.TRAINYARD_SHARED_CACHE = False  # else a queued pass already covers some of them
     sent = []
     monkeypatch.setattr(pass_requests, "send_task", lambda name, **_: sent.append(name))
-    model = GpuModelFactory(name="V100")
-    node = NodeFactory(name="gpu01", executor="slurm", gpu_model=model, gpu_count=8)
-    attempts = [slurm_placed_attempt(model, number) for number in range(4)]
-    for card, attempt in enumerate(attempts):
-        ran(attempt, node, card, ended=True)
+    attempts = four_ran_and_ended()
     sent.clear()
 
     replica_reports.report_from_files([(a.external_id, [a.pk]) for a in attempts])
@@ -164,11 +170,7 @@ def test_a_batch_of_reports_sends_its_notifications_in_one_task(settings, tmp_pa
     monkeypatch.setattr(
         Task, "apply_async", lambda task, args=(), *_, **__: sent.append((task.name, args))
     )
-    model = GpuModelFactory(name="V100")
-    node = NodeFactory(name="gpu01", executor="slurm", gpu_model=model, gpu_count=8)
-    attempts = [slurm_placed_attempt(model, number) for number in range(4)]
-    for card, attempt in enumerate(attempts):
-        ran(attempt, node, card, ended=True)
+    attempts = four_ran_and_ended()
     sent.clear()
 
     replica_reports.report_from_files([(a.external_id, [a.pk]) for a in attempts])
