@@ -106,15 +106,19 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
     # (Django's full_clean would) costs a query apiece on every submission.
     job.clean_fields(exclude=RELATED_FIELDS)
     job.save()
-    JobDataset.objects.bulk_create(
-        JobDataset(job=job, dataset=d, position=i)
-        for i, d in enumerate(job_input.datasets, start=1)
+    _as_read(
+        job,
+        jobdataset_set=JobDataset.objects.bulk_create(
+            JobDataset(job=job, dataset=d, position=i)
+            for i, d in enumerate(job_input.datasets, start=1)
+        ),
+        jobpretrainedmodel_set=JobPretrainedModel.objects.bulk_create(
+            JobPretrainedModel(job=job, pretrained_model=m, position=i)
+            for i, m in enumerate(job_input.pretrained_models, start=1)
+        ),
+        # Sorted by port (``job_input``), as the rows are ordered.
+        ports=JobPort.objects.bulk_create(JobPort(job=job, port=p) for p in job_input.ports),
     )
-    JobPretrainedModel.objects.bulk_create(
-        JobPretrainedModel(job=job, pretrained_model=m, position=i)
-        for i, m in enumerate(job_input.pretrained_models, start=1)
-    )
-    JobPort.objects.bulk_create(JobPort(job=job, port=port) for port in job_input.ports)
     job.expected_seconds = expected_seconds(job)
     if job.expected_seconds is not None:
         Job.objects.filter(pk=job.pk).update(expected_seconds=job.expected_seconds)
@@ -122,3 +126,14 @@ def _create(user: AbstractBaseUser, job_input: JobInput) -> Job:
         job=job, to_state=job.state, reason=Reason("submitted", {"user": user.get_username()})
     ).save()
     return job
+
+
+def _as_read(job: Job, **rows: list) -> None:
+    """Hold the rows just written as a prefetch would: whoever answers with the new job
+    (the API) reads its datasets, models and ports from here, not from the database again.
+    They are the rows in their models' order (position, port), so a read gives the same."""
+    cache = job.__dict__.setdefault("_prefetched_objects_cache", {})
+    for name, written in rows.items():
+        queryset = getattr(job, name).all()
+        queryset._result_cache, queryset._prefetch_done = list(written), True
+        cache[name] = queryset
