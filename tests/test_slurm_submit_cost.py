@@ -44,11 +44,12 @@ def test_the_jobs_a_pass_started_reach_slurm_in_its_order_at_a_shared_cost(slurm
     # Slurm numbers its jobs as they arrive: it queued them in the pass's order.
     slurm_ids = [int(submitted[pk]) for pk in order]
     assert slurm_ids == sorted(slurm_ids)
-    # Per job 9: its attempt's plan (mounts, ports, environment), its reload under its
-    # folder's lock and its record. What the jobs share (the site's grace, the users' fair
-    # share, the model's Slurm type and the nodes it must avoid) and the launch's own
-    # reads and writes are read once for them all: 18. It was 17 a job, 102 here.
-    assert len(queries) <= 18 + 9 * JOBS, [q["sql"] for q in queries.captured_queries]
+    # Per job 2: its reload under its folder's lock and its record. What the jobs share
+    # (the site's grace, the users' fair share, the model's Slurm type and the nodes it
+    # must avoid), what their plans read (datasets, pretrained models, ports asked for and
+    # held), and the launch's own reads and writes are read once for them all: 22. It was
+    # 17 a job (102 here), then 9 a job, the plan's reads among them, some twice (72).
+    assert len(queries) <= 22 + 2 * JOBS, [q["sql"] for q in queries.captured_queries]
 
 
 def test_one_jobs_failing_submission_holds_back_none_of_the_others(slurm_here, monkeypatch, caplog):
