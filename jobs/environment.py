@@ -165,7 +165,7 @@ def environment_input_for_job(job) -> EnvironmentInput:
         vgpu_memory_mib=job.vgpu_memory_mib,
         dataset_count=job.jobdataset_set.count(),
         pretrained_count=job.jobpretrainedmodel_set.count(),
-        ports=tuple(job.ports.values_list("port", flat=True)),
+        ports=tuple(port.port for port in job.ports.all()),
         preempt_grace_seconds=SiteSettings.load().preempt_grace_seconds
         if job.preemptible
         else None,

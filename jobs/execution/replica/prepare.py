@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import Prefetch, prefetch_related_objects
 from django.utils import timezone
 
 from core.reasons import Reason
@@ -31,7 +32,7 @@ from jobs.execution.files import (
     storage_name,
 )
 from jobs.execution.report import attempt_ended, job_start_waits
-from jobs.models import Job, PortAllocation, ReplicaAttempt
+from jobs.models import Job, JobDataset, JobPretrainedModel, PortAllocation, ReplicaAttempt
 
 from . import limits, network, sandbox
 from .checkpoint import checkpoint_mark, checkpoint_prepare
@@ -108,26 +109,40 @@ def write_command_file(folder: AttemptFolder, name: str, command: str, uid: int 
     return command_file
 
 
+# What a replica's plan reads of its job (inputs, ports asked for) and of its replica
+# (host ports held): one query each for a whole batch of attempts, then none per attempt.
+_JOB_INPUTS = (
+    Prefetch("jobdataset_set", queryset=JobDataset.objects.select_related("dataset")),
+    Prefetch(
+        "jobpretrainedmodel_set",
+        queryset=JobPretrainedModel.objects.select_related("pretrained_model"),
+    ),
+    "ports",
+)
+
+
+def prefetch_plan_inputs(attempts: list[ReplicaAttempt]) -> None:
+    """Read what the attempts' plans read, once for them all (already read: nothing).
+
+    The rows come in their models' order (position; port), as the plan reads them."""
+    prefetch_related_objects([a.replica.job for a in attempts], *_JOB_INPUTS)
+    prefetch_related_objects([a.replica for a in attempts], "ports")
+
+
 def published_ports(attempt: ReplicaAttempt) -> dict[int, int]:
     """Host port → port inside: the job's open ports, and the rendezvous port as itself."""
-    rows = PortAllocation.objects.filter(replica=attempt.replica).values_list(
-        "host_port", "job_port"
-    )
-    return {host: inside or host for host, inside in rows}
+    prefetch_plan_inputs([attempt])
+    return {held.host_port: held.job_port or held.host_port for held in attempt.replica.ports.all()}
 
 
 def replica_mounts(attempt: ReplicaAttempt, uid: int | None) -> tuple[sandbox.Mounts, list[str]]:
+    prefetch_plan_inputs([attempt])
     job = attempt.replica.job
     root = Path(settings.TRAINYARD_DATA_ROOT)
-    datasets = [
-        (link.dataset.name, root / link.dataset.path)
-        for link in job.jobdataset_set.select_related("dataset").order_by("position")
-    ]
+    datasets = [(link.dataset.name, root / link.dataset.path) for link in job.jobdataset_set.all()]
     pretrained = [
         (link.pretrained_model.name, root / link.pretrained_model.path)
-        for link in job.jobpretrainedmodel_set.select_related("pretrained_model").order_by(
-            "position"
-        )
+        for link in job.jobpretrainedmodel_set.all()
     ]
     code = [(job.code_version.name, root / job.code_version.path)] if job.code_version else []
     missing = [
@@ -225,11 +240,8 @@ def _plain_paths(folder: AttemptFolder, mounts: sandbox.Mounts, uid: int | None)
 def replica_placement(attempt: ReplicaAttempt, *, networked: bool = False) -> ReplicaPlacement:
     replica = attempt.replica
     job = replica.job
-    host_ports = dict(
-        PortAllocation.objects.filter(replica=replica, job_port__isnull=False).values_list(
-            "job_port", "host_port"
-        )
-    )
+    held = replica.ports.all()  # prefetched for a plan (``prefetch_plan_inputs``)
+    host_ports = {port.job_port: port.host_port for port in held if port.job_port is not None}
     master_addr = master_port = None
     if job.task_mode == Job.TaskMode.DISTRIBUTED:  # a rendezvous only among replicas
         master_port = (

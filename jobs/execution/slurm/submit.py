@@ -34,6 +34,7 @@ from jobs.execution.replica.prepare import (
     end_unstarted,
     fail_image,
     fail_missing_inputs,
+    prefetch_plan_inputs,
     published_ports,
     replica_environment,
     replica_mounts,
@@ -92,6 +93,7 @@ def submit_attempts(attempt_ids: list[int]) -> None:
     """Submit every job attempt among these attempts that Slurm does not have yet, in
     their order: Slurm queues the first first."""
     groups = load_groups(attempt_ids)
+    prefetch_plan_inputs([attempt for group in groups for attempt in group])
     batch = SubmitBatch([group[0].replica.job for group in groups])
     for position, group in enumerate(groups):
         try:
