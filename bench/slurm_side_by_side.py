@@ -17,7 +17,9 @@ Every job writes the time it started (``date +%s.%N``) and sleeps 1 s (``--sleep
 way it prints the wall time from the first submission until every job ended,
 the jobs started per second (jobs / time from the first submission to the last
 start), the median submit-to-start delay (start file − the client's time just
-before it submitted), and the ratios to (a). Trainyard's own work runs for real:
+before it submitted), and the ratios to (a); for each (b) run, Trainyard's CPU, what it
+asked of the database and the broker, and the tasks its central worker ran (how many,
+and their wall time). Trainyard's own work runs for real:
 the scheduler's passes, the executors, the tracking, the agent. It uses a
 scratch database (``<name>_slurmbench``), created and dropped here, and
 temporary folders; ``--clients`` submit at once in every way.
@@ -61,6 +63,7 @@ from bench.start_overhead import (  # noqa: E402
     stop,
     wait_for,
 )
+from bench.task_tally import TaskTally  # noqa: E402
 
 COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep {sleep}'
 
@@ -111,10 +114,12 @@ def main() -> None:
                 print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
                 if "b" in args.ways:
                     before, busy = session_cpu_seconds(processes), machine_busy_seconds()
-                    counted = platform_counts()
+                    counted, tasks = platform_counts(), TaskTally(roots / "central.log")
                     results["b"].append(run_api(args, port, token, f"b{pair}"))
                     after = session_cpu_seconds(processes)
                     print_platform_counts(f"b{pair}", counted, args.jobs)
+                    print(f"(b{pair}) the central worker's tasks (wall time):")
+                    tasks.print(f"b{pair}", args.jobs)
                     print(f"(b{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
                     for name, seconds in after.items():
                         print(f"  CPU {seconds - before[name]:6.1f} s  {name}")
