@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
+from bench.platform_counts import TaskTally, platform_counts, print_platform_counts  # noqa: E402
 from bench.slurm_sbatch import (  # noqa: E402
     Result,
     in_parallel,
@@ -63,7 +64,6 @@ from bench.start_overhead import (  # noqa: E402
     stop,
     wait_for,
 )
-from bench.task_tally import TaskTally  # noqa: E402
 
 COMMAND = 'date +%s.%N > "$TRAINYARD_DATA_OUT/start"\nsleep {sleep}'
 
@@ -181,37 +181,6 @@ def cast() -> tuple[str, list[str]]:
     return token, nodes
 
 
-def platform_counts() -> dict[str, int]:
-    """What Trainyard asked of its database and broker so far: transactions committed in
-    the scratch database (this process's polls among them) and messages sent to Celery's
-    queues (Redis ``LPUSH``). Unlike CPU seconds, they do not vary with the machine."""
-    import redis
-    from django.conf import settings
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_stat_clear_snapshot(), xact_commit FROM pg_stat_database"
-            " WHERE datname = current_database()"
-        )
-        commits = cursor.fetchone()[1]
-    pushes = 0  # the file-system broker (no REDIS_URL) keeps no count
-    if settings.CELERY_BROKER_URL.startswith("redis"):
-        broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-        pushes = broker.info("commandstats").get("cmdstat_lpush", {}).get("calls", 0)
-    return {"transactions": commits, "messages": pushes}
-
-
-def print_platform_counts(label: str, before: dict[str, int], jobs: int) -> None:
-    time.sleep(1.5)  # PostgreSQL's backends report their counts within a second
-    after = platform_counts()
-    print(
-        f"({label}) per job: {(after['transactions'] - before['transactions']) / jobs:.1f} "
-        f"database transactions, {(after['messages'] - before['messages']) / jobs:.2f} "
-        "Celery messages"
-    )
-
-
 def renice_database(nice: int) -> None:
     """Every PostgreSQL server process at ``nice`` (new backends inherit the postmaster's)."""
     pids = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout
@@ -239,7 +208,9 @@ def start_trainyard(env: dict[str, str], roots: Path, processes: list, nice: int
     worker = ["-m", "celery", "-A", "trainyard", "worker", "-B", "-Q", "celery"]
     worker += ["--schedule", str(roots / "beat"), "--concurrency", "4", "--loglevel", "INFO"]
     worker += ["--without-gossip", "--without-mingle", "--hostname", "central@%h"]
-    processes.append(spawn(worker, env, roots / "central.log", nice=nice))
+    # Its line per task run (routine, so only when verbose) is what ``TaskTally`` counts.
+    central_env = {**env, "TRAINYARD_VERBOSE": "1"}
+    processes.append(spawn(worker, central_env, roots / "central.log", nice=nice))
     processes.append(spawn_notifications_worker(env, roots / "notify.log", nice=nice))
     wait_for(lambda: "ready." in (roots / "central.log").read_text(), 60, "the worker")
     wait_for(lambda: "Booting worker" in (roots / "web.log").read_text(), 60, "gunicorn")
