@@ -126,12 +126,16 @@ def prefetch_plan_inputs(attempts: list[ReplicaAttempt]) -> None:
 
     The rows come in their models' order (position; port), as the plan reads them."""
     prefetch_related_objects([a.replica.job for a in attempts], *_JOB_INPUTS)
+    _prefetch_held_ports(attempts)
+
+
+def _prefetch_held_ports(attempts: list[ReplicaAttempt]) -> None:
     prefetch_related_objects([a.replica for a in attempts], "ports")
 
 
 def published_ports(attempt: ReplicaAttempt) -> dict[int, int]:
     """Host port → port inside: the job's open ports, and the rendezvous port as itself."""
-    prefetch_plan_inputs([attempt])
+    _prefetch_held_ports([attempt])  # read here once: the placement reads them again
     return {held.host_port: held.job_port or held.host_port for held in attempt.replica.ports.all()}
 
 
