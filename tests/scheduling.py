@@ -14,9 +14,10 @@ from django.db import connection, transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
+from jobs.execution.settle import job_settle
 from jobs.lifecycle.release import job_release
 from jobs.lifecycle.transitions import job_transition
-from jobs.models import Job, PortAllocation
+from jobs.models import Job, PortAllocation, Replica, ReplicaAttempt
 from jobs.quota_usage import quota_usage_for
 from jobs.scheduler import run_pass
 from resources.models import Allocation, CardAllocation, GpuCard, Node
@@ -39,6 +40,18 @@ def end_job(job: Job, state: str = Job.State.SUCCEEDED) -> Job:
     assert job_transition(job=job, to_state=state, reason="ended")
     job_release(job=job)
     return job
+
+
+def replicas_end(job: Job, state: str) -> None:
+    """What the executor reports once the job's replicas have ended (``state``, each),
+    then settle: how a job being preempted ends, whatever ended it."""
+    for replica in Replica.objects.filter(job=job):
+        ReplicaAttempt.objects.get_or_create(
+            replica=replica,
+            number=job.attempt,
+            defaults={"node_id": replica.node_id, "state": state},
+        )
+    job_settle(job=job)
 
 
 def states(jobs: list[Job]) -> list[str]:
@@ -99,3 +112,15 @@ def assert_invariants() -> None:
     for owner, usage in quota_usage_for(user_ids=owners).items():
         for key, limit in limits[owner].items():
             assert usage[key] <= limit, f"user {owner} holds {usage[key]} {key}, quota {limit}"
+
+
+def assert_borrowing_invariants() -> None:
+    """Only preemptible jobs borrow, and only while they run; a job is preempted only for
+    one that does not borrow (no cycles); a victim borrows until it ends (one that ended
+    in its grace keeps its mark: ``settle``), and a requeued one has lost the mark."""
+    assert not Job.objects.filter(borrowed=True, preemptible=False).exists()
+    assert not Job.objects.filter(state__in=Job.WAITING_STATES, borrowed=True).exists()
+    victims = Job.objects.filter(preempt_requested_at__isnull=False)
+    assert not victims.filter(state__in=Job.ACTIVE_STATES, borrowed=False).exists()
+    assert not victims.filter(state__in=Job.WAITING_STATES).exists()
+    assert not Job.objects.filter(preempted_for__borrowed=True).exists()

@@ -28,14 +28,19 @@ from hypothesis.stateful import (
 )
 
 from billing.accounts import account_for_user
-from jobs.execution.settle import job_settle
-from jobs.models import Job, Replica, ReplicaAttempt
+from jobs.models import Job
 from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop
 from jobs.services.submit import job_submit
 from resources.models import Quota
 from tests.factories import GpuModelFactory, NodeFactory, ProjectFactory, UserFactory
-from tests.scheduling import assert_invariants, end_job, run_job
+from tests.scheduling import (
+    assert_borrowing_invariants,
+    assert_invariants,
+    end_job,
+    replicas_end,
+    run_job,
+)
 
 # (user, cards, preemptible)
 REQUEST = st.tuples(st.integers(0, 2), st.sampled_from([1, 1, 2, 3, 4]), st.booleans())
@@ -104,13 +109,7 @@ class Borrowing(RuleBasedStateMachine):
             state__in=Job.ACTIVE_STATES, preempt_requested_at__isnull=False
         ):
             beneficiaries.add(job.preempted_for_id)
-            for replica in Replica.objects.filter(job=job):
-                ReplicaAttempt.objects.get_or_create(
-                    replica=replica,
-                    number=job.attempt,
-                    defaults={"node_id": replica.node_id, "state": "stopped"},
-                )
-            job_settle(job=job)
+            replicas_end(job, "stopped")
         self.preemptions += len(run_pass().preempted)
         for job in Job.objects.filter(pk__in=beneficiaries):
             assert not job.is_waiting, f"#{job.pk} waits after its victims stopped: {job}"
@@ -132,11 +131,10 @@ class Borrowing(RuleBasedStateMachine):
 
     @invariant()
     def only_preemptible_jobs_borrow_and_only_borrowers_are_preempted(self):
-        assert not Job.objects.filter(borrowed=True, preemptible=False).exists()
-        assert not Job.objects.filter(state__in=Job.WAITING_STATES, borrowed=True).exists()
+        assert_borrowing_invariants()
+        # Here a victim ends only by being requeued: none has ended with its mark.
         victims = Job.objects.filter(preempt_requested_at__isnull=False)
         assert not victims.exclude(state__in=Job.ACTIVE_STATES, borrowed=True).exists()
-        assert not Job.objects.filter(preempted_for__borrowed=True).exists()
 
 
 @pytest.mark.django_db

@@ -30,15 +30,20 @@ from hypothesis.stateful import (
 )
 
 from billing.accounts import account_for_user
-from jobs.execution.settle import job_settle
-from jobs.models import Job, Replica, ReplicaAttempt
+from jobs.models import Job
 from jobs.scheduler import run_pass
 from jobs.services.stop import job_stop
 from jobs.services.submit import job_submit
 from resources.models import Allocation, Node, Quota
 from resources.services import node_set_state
 from tests.factories import GpuModelFactory, NodeFactory, ProjectFactory, UserFactory
-from tests.scheduling import assert_invariants, end_job, run_job
+from tests.scheduling import (
+    assert_borrowing_invariants,
+    assert_invariants,
+    end_job,
+    replicas_end,
+    run_job,
+)
 
 GIB = 1024
 GPU_JOB = st.fixed_dictionaries(
@@ -162,7 +167,7 @@ class Cluster(RuleBasedStateMachine):
             job_stop(job=job)
         elif job.is_active and job.preempt_requested_at is not None:
             # Stopped by its owner while preempted: settle decides, and the stop wins.
-            self._replicas_end(job_stop(job=job), "stopped")
+            replicas_end(job_stop(job=job), "stopped")
         elif job.is_active:
             end_job(job, Job.State.STOPPED)  # as the executor does once the stop is done
 
@@ -174,7 +179,7 @@ class Cluster(RuleBasedStateMachine):
             run_job(job)
         elif outcome != "run" and job.is_active and job.preempt_requested_at is not None:
             # A victim that ends before its stop: in the grace it succeeds, else it is requeued.
-            self._replicas_end(job, "succeeded" if outcome == "succeed" else "failed")
+            replicas_end(job, "succeeded" if outcome == "succeed" else "failed")
         elif outcome != "run" and job.is_active:
             end_job(job, Job.State.SUCCEEDED if outcome == "succeed" else Job.State.FAILED)
 
@@ -184,7 +189,7 @@ class Cluster(RuleBasedStateMachine):
         for job in Job.objects.filter(
             state__in=Job.ACTIVE_STATES, preempt_requested_at__isnull=False
         ):
-            self._replicas_end(job, "stopped")
+            replicas_end(job, "stopped")
             job.refresh_from_db()
             assert job.state == Job.State.RESOURCE_WAIT and not job.borrowed, job
 
@@ -204,25 +209,7 @@ class Cluster(RuleBasedStateMachine):
 
     @invariant()
     def only_preemptible_jobs_borrow_and_preemption_has_no_cycles(self):
-        assert not Job.objects.filter(borrowed=True, preemptible=False).exists()
-        assert not Job.objects.filter(state__in=Job.WAITING_STATES, borrowed=True).exists()
-        # A victim borrows until it ends; one that ended in the grace keeps its record (settle's
-        # ``_decide``), and one requeued has lost it (it waits like any other job).
-        victims = Job.objects.filter(preempt_requested_at__isnull=False)
-        assert not victims.filter(state__in=Job.ACTIVE_STATES, borrowed=False).exists()
-        assert not victims.filter(state__in=Job.WAITING_STATES).exists()
-        assert not Job.objects.filter(preempted_for__borrowed=True).exists()
-
-    @staticmethod
-    def _replicas_end(job: Job, state: str) -> None:
-        """What the executor reports once the job's replicas have ended, then settle."""
-        for replica in Replica.objects.filter(job=job):
-            ReplicaAttempt.objects.get_or_create(
-                replica=replica,
-                number=job.attempt,
-                defaults={"node_id": replica.node_id, "state": state},
-            )
-        job_settle(job=job)
+        assert_borrowing_invariants()
 
     def _job(self, index: int) -> Job:
         return Job.objects.get(pk=self.jobs[index % len(self.jobs)])
