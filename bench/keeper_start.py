@@ -33,11 +33,14 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 
-def attempt_folder(base: Path) -> Path:
-    """An attempt folder as the Slurm executor writes it for one replica of ``true``."""
+def attempt_folder(base: Path, *, attempt_id: int = 1, command: str = "true") -> Path:
+    """An attempt folder as the Slurm executor writes it for one replica of ``command``
+    (its output is ``base / "output"``, ``/trainyard/output`` in the sandbox)."""
     import django
+    from django.apps import apps
 
-    django.setup()
+    if not apps.ready:
+        django.setup()
     from django.conf import settings
 
     from jobs.execution.files import LOG_NAME
@@ -50,13 +53,13 @@ def attempt_folder(base: Path) -> Path:
     os.chmod(folder, 0o711)
     for name in ("output", "checkpoint"):
         (base / name).mkdir()
-    command = write_command_file(SimpleNamespace(path=folder), "training", "true", None)
+    command_file = write_command_file(SimpleNamespace(path=folder), "training", command, None)
     replica = ReplicaPlan(
         index=0,
         attempt_number=1,
         attempt_folder=folder,
         node_name="",
-        env={"TRAINYARD_JOB_ID": "1", "PATH": sandbox.job_path_variable()},
+        env={"TRAINYARD_JOB_ID": str(attempt_id), "PATH": sandbox.job_path_variable()},
         phases=["training"],
     )
     request = Request(
@@ -74,10 +77,10 @@ def attempt_folder(base: Path) -> Path:
         read_only_extra=sandbox.python_environment_paths(),
     )
     plan = keeper.keeper_plan(
-        attempt_id=1,
+        attempt_id=attempt_id,
         node_settings={name: getattr(settings, name) for name in keeper.NODE_SETTINGS},
         mounts=mounts,
-        phases=[("training", command)],
+        phases=[("training", command_file)],
         log=folder / LOG_NAME,
         script=REPLICA_SCRIPT,
         storage_bytes=2**30,

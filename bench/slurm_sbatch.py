@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.slurm_occupancy import median_occupancy
 from bench.start_overhead import wait_for
 
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
@@ -41,6 +42,7 @@ class Result:
     starts_per_s: float
     median_delay_s: float
     started: int
+    card_s: float = float("nan")  # median time a job held its card (``slurm_occupancy``)
 
 
 def summarize(began: float, ended: float, submitted: dict, starts: dict) -> Result:
@@ -80,9 +82,10 @@ def in_parallel(count: int, clients: int, submit) -> None:
         raise errors[0]
 
 
-def run_all_at_once(args, folder: Path, *, conf: Path) -> Result:
-    """(a): every job handed to Slurm at once, ``--clients`` submitting together."""
-    batch = _Batch(args, folder, conf)
+def run_all_at_once(args, folder: Path, *, conf: Path, batch_class=None, label="a") -> Result:
+    """(a): every job handed to Slurm at once, ``--clients`` submitting together (and (e),
+    with ``slurm_sandboxed``'s batch)."""
+    batch = (batch_class or Batch)(args, folder, conf)
     submitted: dict[int, float] = {}
 
     def submit(index: int) -> None:
@@ -91,13 +94,13 @@ def run_all_at_once(args, folder: Path, *, conf: Path) -> Result:
 
     began = time.time()
     in_parallel(args.jobs, args.clients, submit)
-    print(f"(a) {args.jobs} submitted with sbatch in {time.time() - began:.1f} s")
+    print(f"({label}) {args.jobs} submitted with sbatch in {time.time() - began:.1f} s")
     return batch.finish(began, submitted)
 
 
 def run_when_free(args, folder: Path, *, conf: Path, reaction: float) -> Result:
     """(d): 16 jobs in flight; the next one is submitted when one of theirs ends."""
-    batch = _Batch(args, folder, conf)
+    batch = Batch(args, folder, conf)
     waiting = list(range(args.jobs))
     running: dict[int, str] = {}  # job index → its node
 
@@ -125,7 +128,7 @@ def run_when_free(args, folder: Path, *, conf: Path, reaction: float) -> Result:
     return batch.finish(began, dict.fromkeys(range(args.jobs), began))
 
 
-class _Batch:
+class Batch:
     """One way's jobs: their files, their Slurm name, and the wait for the last."""
 
     def __init__(self, args, folder: Path, conf: Path):
@@ -134,6 +137,8 @@ class _Batch:
         self.folder = folder
         self.name = f"bench-{folder.parent.name}"  # the prefix the side-by-side cancels
         self.env = {"PATH": os.defpath, "SLURM_CONF": str(conf)}
+        self.logs = conf.parent.parent / "log"  # the dev cluster's: etc/slurm.conf, log/
+        self.slurm_ids: set[str] = set()
 
     def sbatch(self, index: int, *, node: str | None = None) -> None:
         end = self.folder / f"end.{index}"
@@ -141,10 +146,14 @@ class _Batch:
             f"date +%s.%N > {self.folder}/start.{index}; sleep {self.args.sleep:g}; "
             f"echo > {end}.partial && mv {end}.partial {end}"
         )
+        self.submit([*([f"--nodelist={node}"] if node else []), f"--wrap={command}"])
+
+    def submit(self, extra: list[str], output: str = "/dev/null") -> None:
+        """``sbatch`` one of this way's jobs; its Slurm id is kept for its occupancy."""
         argv = ["sbatch", "--parsable", f"--job-name={self.name}", *ONE_CARD]
-        argv += [f"--nodelist={node}"] if node else []
-        argv += ["--output=/dev/null", f"--wrap={command}"]
-        subprocess.run(argv, env=self.env, check=True, capture_output=True)
+        argv += [f"--output={output}", *extra]
+        answer = subprocess.run(argv, env=self.env, check=True, capture_output=True, text=True)
+        self.slurm_ids.add(answer.stdout.strip().split(";")[0])
 
     def ended(self, index: int) -> bool:
         return (self.folder / f"end.{index}").exists()
@@ -152,8 +161,13 @@ class _Batch:
     def finish(self, began: float, submitted: dict[int, float]) -> Result:
         wait_for(self._none_left, 3600, f"the sbatch jobs in {self.folder.name}")
         ended = time.time()
-        starts = {i: float((self.folder / f"start.{i}").read_text()) for i in submitted}
-        return summarize(began, ended, submitted, starts)
+        starts = {i: float(self.start_file(i).read_text()) for i in submitted}
+        result = summarize(began, ended, submitted, starts)
+        result.card_s = median_occupancy(self.logs, self.slurm_ids)
+        return result
+
+    def start_file(self, index: int) -> Path:
+        return self.folder / f"start.{index}"
 
     def _none_left(self) -> bool:
         queued = subprocess.run(

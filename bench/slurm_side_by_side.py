@@ -1,8 +1,8 @@
-"""Slurm side by side: the same one-card `sleep 1` jobs four ways, on the same machine.
+"""Slurm side by side: the same one-card `sleep 1` jobs five ways, on the same machine.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/trainyard REDIS_URL=redis://127.0.0.1:6379/0 \\
         .venv/bin/python bench/slurm_side_by_side.py [--jobs 500] [--clients 4] [--poll 0.5] \\
-        [--ways abcd] [--pairs 5] [--reaction 0] [--sleep 1] [--platform-nice 0]
+        [--ways abcde] [--pairs 5] [--reaction 0] [--sleep 1] [--platform-nice 0]
 
 (a) straight to Slurm: ``sbatch`` from here, one card, 12 CPUs and 56 GiB each;
 (b) through Trainyard's API (gunicorn) with the Slurm executor on the 4-node
@@ -11,13 +11,19 @@
     same size (``manage.py run_agent``, bubblewrap where installed);
 (d) ``sbatch`` from here again, but each job only when a card frees, by a loop
     that does nothing else (``bench/slurm_sbatch.py``): the floor of (b) for
-    any scheduler that places a job on a free card and then submits it.
+    any scheduler that places a job on a free card and then submits it;
+(e) ``sbatch`` from here again, all at once as (a), but each job inside Trainyard's
+    sandbox: Trainyard's batch script and replica keeper, no platform
+    (``bench/slurm_sandboxed.py``). (b)/(e) is what Trainyard's control plane adds to
+    Slurm; (e)/(a) what isolating each job costs on this machine.
 
 Every job writes the time it started (``date +%s.%N``) and sleeps 1 s (``--sleep``). For each
 way it prints the wall time from the first submission until every job ended,
 the jobs started per second (jobs / time from the first submission to the last
 start), the median submit-to-start delay (start file − the client's time just
-before it submitted), and the ratios to (a); for each (b) run, Trainyard's CPU, what it
+before it submitted), the median time a job held its card (``slurmd``'s launch of
+its batch step to the step's end, ``bench/slurm_occupancy.py``), and the ratios
+to (a), and (b)'s to (e); for each (b) run, Trainyard's CPU, what it
 asked of the database and the broker, and the tasks its central worker ran (how many,
 and their wall time). Trainyard's own work runs for real:
 the scheduler's passes, the executors, the tracking, the agent. It uses a
@@ -48,6 +54,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 from bench.platform_counts import TaskTally, platform_counts, print_platform_counts  # noqa: E402
+from bench.slurm_occupancy import median_occupancy  # noqa: E402
+from bench.slurm_report import report  # noqa: E402
+from bench.slurm_sandboxed import SandboxedBatch  # noqa: E402
 from bench.slurm_sbatch import (  # noqa: E402
     Result,
     in_parallel,
@@ -79,7 +88,7 @@ def main() -> None:
         "--poll", type=float, default=0.5, help="Slurm tracking and local agent poll (s)"
     )
     parser.add_argument(
-        "--ways", default="abcd", help="which of (a), (b), (c), (d) to run; (a) always runs"
+        "--ways", default="abcde", help="which of (a) to (e) to run; (a) always runs"
     )
     parser.add_argument(
         "--pairs", type=int, default=1, help="interleaved (a)/(b) runs; medians are compared"
@@ -106,12 +115,24 @@ def main() -> None:
             token, slurm_nodes = cast()
             port = start_trainyard(env, roots, processes, nice=args.platform_nice)
             renice_database(args.platform_nice)
-            results: dict[str, list[Result]] = {"a": [], "b": []}
+            results: dict[str, list[Result]] = {"a": [], "e": [], "b": []}
             # Interleaved, so that a slow minute of the machine falls on both ways alike.
             for pair in range(args.pairs):
                 busy = machine_busy_seconds()
                 results["a"].append(run_all_at_once(args, roots / f"a{pair}", conf=CONF))
                 print(f"(a{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
+                if "e" in args.ways:
+                    busy = machine_busy_seconds()
+                    results["e"].append(
+                        run_all_at_once(
+                            args,
+                            roots / f"e{pair}",
+                            conf=CONF,
+                            batch_class=SandboxedBatch,
+                            label="e",
+                        )
+                    )
+                    print(f"(e{pair}) the machine's CPU: {machine_busy_seconds() - busy:.1f} s")
                 if "b" in args.ways:
                     before, busy = session_cpu_seconds(processes), machine_busy_seconds()
                     counted, tasks = platform_counts(), TaskTally(roots / "central.log")
@@ -220,7 +241,7 @@ def start_trainyard(env: dict[str, str], roots: Path, processes: list, nice: int
 def run_api(args, port: int, token: str, label: str) -> Result:
     """(b) or (c): submit through the API; the nodes that are ready decide the executor."""
     from jobs.execution.files import replica_output_dir, storage_name
-    from jobs.models import Job, Replica
+    from jobs.models import Job, Replica, ReplicaAttempt
 
     submitted: dict[int, float] = {}
     command = COMMAND.format(sleep=f"{args.sleep:g}")
@@ -244,7 +265,12 @@ def run_api(args, port: int, token: str, label: str) -> Result:
         if start.exists():
             starts[replica.job_id] = float(start.read_text())
     print(f"({label}) where the time goes: {breakdown(jobs, starts)}")
-    return summarize(began, ended, submitted, starts)
+    result = summarize(began, ended, submitted, starts)
+    slurm_ids = ReplicaAttempt.objects.filter(replica__job__in=jobs).exclude(external_id="")
+    result.card_s = median_occupancy(
+        CONF.parent.parent / "log", set(slurm_ids.values_list("external_id", flat=True))
+    )
+    return result
 
 
 def breakdown(jobs, starts: dict[int, float]) -> str:
@@ -324,46 +350,6 @@ def session_cpu_seconds(processes: list[subprocess.Popen]) -> dict[str, float]:
             # utime stime cutime cstime
             ticks[names[int(fields[3])]] += sum(int(value) for value in fields[11:15])
     return {name: count / os.sysconf("SC_CLK_TCK") for name, count in ticks.items()}
-
-
-def report(args, results: dict[str, list[Result]]) -> None:
-    """Every run, then each way's medians and their ratios to (a)'s (and, with pairs, the
-    median of each pair's own ratio)."""
-    print(
-        f"{args.jobs} one-card `sleep {args.sleep:g}` jobs, {args.clients} submitting at once, "
-        f"4 nodes × 4 V100; poll {args.poll} s; {os.cpu_count()} CPUs; "
-        f"look-ahead {os.environ.get('TRAINYARD_SLURM_LOOKAHEAD') or 'default'}; "
-        f"Trainyard and PostgreSQL at nice {args.platform_nice}"
-    )
-    titles = {
-        "a": "(a) sbatch straight",
-        "b": "(b) Trainyard API, Slurm executor",
-        "c": "(c) Trainyard API, local executor",
-        "d": f"(d) sbatch when a card frees, +{args.reaction:g} s",
-    }
-    print(f"{'':38}{'wall s':>9}{'starts/s':>10}{'median delay s':>16}{'started':>9}")
-    for key, runs in results.items():
-        for number, result in enumerate(runs, start=1):
-            title = f"{titles[key]} #{number}" if len(runs) > 1 else titles[key]
-            print(
-                f"{title:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
-                f"{result.median_delay_s:16.2f}{result.started:9d}"
-            )
-    median = statistics.median
-    a_wall = median(r.wall_s for r in results["a"])
-    a_delay = median(r.median_delay_s for r in results["a"])
-    print(f"(a) medians: wall {a_wall:.1f} s, submit-to-start {a_delay:.2f} s")
-    for key in sorted(set(results) - {"a"}):
-        runs = results[key]
-        wall, delay = median(r.wall_s for r in runs), median(r.median_delay_s for r in runs)
-        line = (
-            f"({key})/(a): wall {wall / a_wall:.2f} (medians {wall:.1f} / {a_wall:.1f} s), "
-            f"submit-to-start {delay:.2f} s against {a_delay:.2f} s ({delay - a_delay:+.2f} s)"
-        )
-        if len(runs) == len(results["a"]) > 1:
-            ratios = [b.wall_s / a.wall_s for a, b in zip(results["a"], runs, strict=True)]
-            line += f"; per pair {', '.join(f'{r:.2f}' for r in ratios)}"
-        print(line)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""(e) of the Slurm side by side: plain ``sbatch`` of jobs isolated as Trainyard isolates them.
+
+Way (a) runs each job's command straight under ``slurmd``. A job through Trainyard
+runs, on its node, inside its replica's keeper (``jobs/execution/replica/keeper.py``:
+a host-wide slot, the replica's network namespace and nftables table, bubblewrap as the
+slot's uid, all taken down again at the end). (e) submits the same 500 jobs as (a), all
+at once, but each as Trainyard's own batch script for a keeper of one replica
+(``scripts.batch_script``), with its attempt folder written as the Slurm executor writes
+one (``bench/keeper_start.attempt_folder``). No platform runs: no database, no workers,
+no tracking. So (e) is what plain Slurm does with sandboxed jobs, and (b)/(e) is what
+Trainyard's control plane (admission, the look-ahead, submission, tracking, reports) adds
+to it; (e)/(a) is what the sandbox costs a job on this machine, whose two cores also
+run the 16 cards' keepers.
+
+Needs what (b) needs: root, bubblewrap and the job network (``manage.py job_network
+install``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from pathlib import Path
+
+from bench.keeper_start import attempt_folder
+from bench.slurm_sbatch import Batch
+
+# Attempt ids far above the scratch database's, so that no namespace name is (b)'s.
+_ATTEMPT_IDS = itertools.count(10_000_000)
+
+
+class SandboxedBatch(Batch):
+    """A way's jobs, each one Trainyard's batch script around a keeper."""
+
+    def __init__(self, args, folder: Path, conf: Path):
+        super().__init__(args, folder, conf)
+        # The keeper's tools (ip, nft, bwrap) are found as the executor's are: on the PATH
+        # that ``sbatch --export=ALL`` hands the batch step.
+        self.env["PATH"] = os.environ["PATH"]
+
+    def sbatch(self, index: int, *, node: str | None = None) -> None:
+        from jobs.execution.files import LOG_NAME
+        from jobs.execution.slurm.scripts import ReplicaPlan, Request, batch_script
+
+        base = self.folder / f"job{index}"
+        base.mkdir()
+        os.chmod(base, 0o755)
+        command = f"date +%s.%N > /trainyard/output/start\nsleep {self.args.sleep:g}"
+        folder = attempt_folder(base, attempt_id=next(_ATTEMPT_IDS), command=command)
+        plan = ReplicaPlan(
+            index=0,
+            attempt_number=1,
+            attempt_folder=folder,
+            node_name="",
+            env={},
+            phases=["training"],
+        )
+        request = Request(
+            cpu_milli=12000,
+            memory_mib=57344,
+            gres="gpu:v100:1",
+            runtime_minutes=None,
+            warning_seconds=30,
+        )
+        script = folder / "batch.sh"
+        script.write_text(batch_script([plan], request=request, python=sys.executable))
+        nodelist = [f"--nodelist={node}"] if node else []
+        self.submit([*nodelist, "--chdir=/", str(script)], output=str(folder / LOG_NAME))
+
+    def start_file(self, index: int) -> Path:
+        return self.folder / f"job{index}" / "output" / "start"
