@@ -51,16 +51,20 @@ def test_a_job_of_a_model_only_slurm_serves_is_submitted_without_a_node(v100):
 
 
 def test_the_lookahead_keeps_the_rest_in_trainyards_queue(v100):
-    jobs = [JobFactory(gpu_model=v100, gpu_count=1) for _ in range(10)]
+    """The default look-ahead is two jobs per card of the model on Slurm nodes: when every
+    card frees at once, Slurm still holds as many jobs again for the next wave while
+    Trainyard refills (its tracking, report, pass and submission take a second or two
+    under load, longer than a short job: with one per card, their cards stood idle)."""
+    jobs = [JobFactory(gpu_model=v100, gpu_count=1) for _ in range(20)]
 
     run_pass()
 
-    # The default look-ahead: the model's 8 cards on Slurm nodes.
-    assert [submitted(job) for job in jobs] == [True] * 8 + [False] * 2
-    waiting = fresh(jobs[8])
+    # The model's 8 cards on Slurm nodes: 16 inside Slurm.
+    assert [submitted(job) for job in jobs] == [True] * 16 + [False] * 4
+    waiting = fresh(jobs[16])
     assert waiting.state == Job.State.RESOURCE_WAIT
     assert waiting.state_reason == (
-        "Waiting its turn to enter Slurm's queue: 8 V100 jobs admitted before it wait there "
+        "Waiting its turn to enter Slurm's queue: 16 V100 jobs admitted before it wait there "
         "(Trainyard's queue order decides who enters next)"
     )
     assert waiting.queue_position == 1
