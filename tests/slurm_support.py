@@ -158,7 +158,14 @@ class SlurmSite:
 
 
 @pytest.fixture
-def slurm(slurm_use, agent_env, settings):
+def slurm_lookahead() -> int:
+    """The ``slurm`` site's TRAINYARD_SLURM_LOOKAHEAD (0: the default); a test sets its own
+    with ``@pytest.mark.parametrize("slurm_lookahead", [n])``."""
+    return 0
+
+
+@pytest.fixture
+def slurm(slurm_use, agent_env, settings, slurm_lookahead):
     """Trainyard on the dev cluster: nodes gpu01-gpu04 synced, a tracking worker running."""
     slurm_cluster = slurm_use
     prefix = f"ty{uuid.uuid4().hex[:8]}"
@@ -169,7 +176,9 @@ def slurm(slurm_use, agent_env, settings):
         "TRAINYARD_SLURM_JOB_PREFIX": prefix,
         "TRAINYARD_SLURM_TRACK_SECONDS": str(TRACK_SECONDS),
         "TRAINYARD_SLURM_COMMAND_TIMEOUT": "10",
+        "TRAINYARD_SLURM_LOOKAHEAD": str(slurm_lookahead),
     }
+    settings.TRAINYARD_SLURM_LOOKAHEAD = slurm_lookahead
     settings.TRAINYARD_SLURM_ENABLED = True
     settings.TRAINYARD_SLURM_PARTITION = "trainyard"
     settings.TRAINYARD_SLURM_CONF = str(slurm_cluster.conf)

@@ -102,7 +102,8 @@ def test_a_job_that_outranks_those_inside_goes_before_them():
 
 
 @pytest.mark.django_db
-def test_a_pass_gives_the_jobs_behind_the_lookahead_an_estimate_seeded_with_slurms():
+def test_a_pass_gives_the_jobs_behind_the_lookahead_an_estimate_seeded_with_slurms(settings):
+    settings.TRAINYARD_SLURM_LOOKAHEAD = 2  # one job inside Slurm per card
     v100 = GpuModelFactory(name="V100")
     NodeFactory(name="gpu01", gpu_model=v100, gpu_count=2, executor=Node.Executor.SLURM)
     jobs = [JobFactory(gpu_model=v100, gpu_count=1, expected_seconds=HOUR) for _ in range(4)]

@@ -61,7 +61,7 @@ def test_the_lookahead_lets_a_light_users_job_overtake_a_heavy_users_fifty(
     slurm, slurm_cluster_alone, settings
 ):
     """Plain Slurm (FIFO here) would start it last. Through Trainyard, at most the
-    look-ahead (the partition's 16 cards) of the heavy user's jobs wait inside Slurm,
+    look-ahead (two per card of the partition's 16) of the heavy user's jobs wait inside Slurm,
     and inside it the light user's job goes first (``slurm/priority.py``): it waits
     for the cards of those running when it entered, no more.
 
@@ -206,10 +206,11 @@ def test_a_star_models_job_runs_on_the_member_trainyard_chose(slurm):
     assert replica.slurm_model == v100 and replica.node in slurm.nodes
 
 
+@pytest.mark.parametrize("slurm_lookahead", [4])
 def test_a_job_behind_the_lookahead_expects_to_start_after_the_jobs_inside_slurm(
     slurm, slurm_cluster_alone
 ):
-    """One V100 node open to Trainyard (a look-ahead of its 4 cards), held whole by a job
+    """One V100 node open to Trainyard (a look-ahead of 4, one per card), held whole by a job
     outside Trainyard for 5 more minutes: 4 jobs enter Slurm's queue and get Slurm's own
     estimates (after the outside job's end); the fifth waits its turn in Trainyard's queue
     and expects to start after the last of them (Slurm's order: same nice, submitted

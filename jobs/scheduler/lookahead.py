@@ -10,9 +10,15 @@ that order (``slurm/priority.py``). A job enters Slurm's queue only while fewer 
 ``limit`` (the look-ahead) of the jobs already inside would go before it there; the rest
 wait in Trainyard's queue in its own order (priority, fair share, submission). So a job
 of equal standing waits behind at most ``limit`` others inside Slurm, and one that
-outranks them enters at once and starts when the next cards free. The default is the
-model's cards on Slurm nodes: Slurm has a job ready for every card that can free at
-once. A lower limit gives Slurm's cards more idle moments between jobs.
+outranks them enters at once and starts when the next cards free. The default is two
+jobs per card of the model on Slurm nodes (``LOOKAHEAD_PER_CARD``): when every card
+frees at once, Slurm starts a job on each and still holds as many for the next wave
+while Trainyard refills its queue (tracking, report, pass, submission: a second or two
+under load, longer than a short job). With one job per card, 500 one-second jobs kept
+the cards idle 3 to 6 s each with nothing in Slurm's queue, against about 2 s with two
+(``bench/slurm_side_by_side.py``, ``docs/slurm-placement.md``). A lower limit gives
+Slurm's cards more idle moments between jobs; a higher one fixes more jobs' places
+(their nice) inside Slurm before Trainyard's order could change them.
 
 A distributed job is Slurm's to place too: one Slurm job of ``-N`` nodes, whose
 replicas find replica 0's node when Slurm starts them (``slurm/scripts.py``). So is a job
@@ -43,6 +49,7 @@ from .queue import WaitingJob, likely_seconds
 from .writes import Start
 
 LOOKAHEAD_REASON = "slurm.lookahead"
+LOOKAHEAD_PER_CARD = 2  # the default look-ahead, per card of the model on Slurm nodes
 
 
 @dataclass
@@ -51,7 +58,7 @@ class Lookahead:
     # model -> each of its jobs submitted for Slurm to place, not started: (owner,
     # priority), and the job as the forecast replays it; in submission order
     inside_jobs: dict[str, list[tuple[tuple[int, int], Queued]]] = field(default_factory=dict)
-    setting: int = 0  # TRAINYARD_SLURM_LOOKAHEAD (0: the model's cards)
+    setting: int = 0  # TRAINYARD_SLURM_LOOKAHEAD (0: LOOKAHEAD_PER_CARD per card)
     inside: dict[str, list[int]] = field(default_factory=dict)  # model -> their nices, sorted
     # model -> (nice, job) of the jobs this pass submitted, and of those it left behind
     entered: dict[str, list[tuple[int, Queued]]] = field(default_factory=dict)
@@ -119,7 +126,7 @@ class Lookahead:
         return models
 
     def limit(self, model: str) -> int:
-        return self.setting or max(1, self.cards[model])
+        return self.setting or max(1, LOOKAHEAD_PER_CARD * self.cards[model])
 
     def ahead(self, model: str, rank: int) -> int:
         """How many jobs inside Slurm would go before one of nice ``rank`` (ties: those
