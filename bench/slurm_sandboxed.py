@@ -26,8 +26,9 @@ from pathlib import Path
 from bench.keeper_start import attempt_folder
 from bench.slurm_sbatch import Batch
 
-# Attempt ids far above the scratch database's, so that no namespace name is (b)'s.
-_ATTEMPT_IDS = itertools.count(10_000_000)
+# Attempt ids far above any database's (the tests number theirs from multiples of 10,000,000),
+# so that no replica network namespace is named as another's.
+_ATTEMPT_IDS = itertools.count(900_000_000)
 
 
 class SandboxedBatch(Batch):
