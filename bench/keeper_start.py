@@ -33,9 +33,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 
+BATCH_SCRIPT = "batch.sh"
+
+
 def attempt_folder(base: Path, *, attempt_id: int = 1, command: str = "true") -> Path:
     """An attempt folder as the Slurm executor writes it for one replica of ``command``
-    (its output is ``base / "output"``, ``/trainyard/output`` in the sandbox)."""
+    (its output is ``base / "output"``, ``/trainyard/output`` in the sandbox), with the
+    batch script the executor hands ``sbatch`` for it as ``BATCH_SCRIPT``."""
     import django
     from django.apps import apps
 
@@ -46,7 +50,13 @@ def attempt_folder(base: Path, *, attempt_id: int = 1, command: str = "true") ->
     from jobs.execution.files import LOG_NAME
     from jobs.execution.replica import keeper, sandbox
     from jobs.execution.replica.prepare import write_command_file
-    from jobs.execution.slurm.scripts import REPLICA_SCRIPT, ReplicaPlan, Request, replica_script
+    from jobs.execution.slurm.scripts import (
+        REPLICA_SCRIPT,
+        ReplicaPlan,
+        Request,
+        batch_script,
+        replica_script,
+    )
 
     folder = base / "attempt"
     folder.mkdir(parents=True)
@@ -70,6 +80,8 @@ def attempt_folder(base: Path, *, attempt_id: int = 1, command: str = "true") ->
         replica_script(replica, shared=replica.env, request=request, deadline_seconds=None)
     )
     script.chmod(0o500)
+    batch = batch_script([replica], request=request, python=sys.executable)
+    (folder / BATCH_SCRIPT).write_text(batch)
     mounts = sandbox.Mounts(
         code=None,
         output=base / "output",

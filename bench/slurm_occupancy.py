@@ -18,6 +18,11 @@ LAUNCH = re.compile(r"\[(\S+)\] Launching batch job (\d+)")
 DONE = re.compile(r"\[(\S+)\] \[(\d+)\.batch\] done with job")
 
 
+def node_logs(conf: Path) -> Path:
+    """The development cluster's log folder, beside its ``etc/slurm.conf``."""
+    return conf.parent.parent / "log"
+
+
 def occupancy_seconds(log_folder: Path, slurm_ids: set[str]) -> list[float]:
     """Launch to done, in seconds, of each of these Slurm jobs that both lines name."""
     launched: dict[str, float] = {}

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 from pathlib import Path
 
-from bench.keeper_start import attempt_folder
+from bench.keeper_start import BATCH_SCRIPT, attempt_folder
 from bench.slurm_sbatch import Batch
 
 # Attempt ids far above any database's (the tests number theirs from multiples of 10,000,000),
@@ -42,32 +41,15 @@ class SandboxedBatch(Batch):
 
     def sbatch(self, index: int, *, node: str | None = None) -> None:
         from jobs.execution.files import LOG_NAME
-        from jobs.execution.slurm.scripts import ReplicaPlan, Request, batch_script
 
         base = self.folder / f"job{index}"
         base.mkdir()
         os.chmod(base, 0o755)
         command = f"date +%s.%N > /trainyard/output/start\nsleep {self.args.sleep:g}"
         folder = attempt_folder(base, attempt_id=next(_ATTEMPT_IDS), command=command)
-        plan = ReplicaPlan(
-            index=0,
-            attempt_number=1,
-            attempt_folder=folder,
-            node_name="",
-            env={},
-            phases=["training"],
-        )
-        request = Request(
-            cpu_milli=12000,
-            memory_mib=57344,
-            gres="gpu:v100:1",
-            runtime_minutes=None,
-            warning_seconds=30,
-        )
-        script = folder / "batch.sh"
-        script.write_text(batch_script([plan], request=request, python=sys.executable))
         nodelist = [f"--nodelist={node}"] if node else []
-        self.submit([*nodelist, "--chdir=/", str(script)], output=str(folder / LOG_NAME))
+        script = str(folder / BATCH_SCRIPT)
+        self.submit([*nodelist, "--chdir=/", script], output=str(folder / LOG_NAME))
 
     def start_file(self, index: int) -> Path:
         return self.folder / f"job{index}" / "output" / "start"

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.slurm_occupancy import median_occupancy
+from bench.slurm_occupancy import median_occupancy, node_logs
 from bench.start_overhead import wait_for
 
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
@@ -137,7 +137,7 @@ class Batch:
         self.folder = folder
         self.name = f"bench-{folder.parent.name}"  # the prefix the side-by-side cancels
         self.env = {"PATH": os.defpath, "SLURM_CONF": str(conf)}
-        self.logs = conf.parent.parent / "log"  # the dev cluster's: etc/slurm.conf, log/
+        self.logs = node_logs(conf)
         self.slurm_ids: set[str] = set()
 
     def sbatch(self, index: int, *, node: str | None = None) -> None:

@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainyard.settings")
 
 from bench.platform_counts import TaskTally, platform_counts, print_platform_counts  # noqa: E402
-from bench.slurm_occupancy import median_occupancy  # noqa: E402
+from bench.slurm_occupancy import median_occupancy, node_logs  # noqa: E402
 from bench.slurm_report import report  # noqa: E402
 from bench.slurm_sandboxed import SandboxedBatch  # noqa: E402
 from bench.slurm_sbatch import (  # noqa: E402
@@ -268,7 +268,7 @@ def run_api(args, port: int, token: str, label: str) -> Result:
     result = summarize(began, ended, submitted, starts)
     slurm_ids = ReplicaAttempt.objects.filter(replica__job__in=jobs).exclude(external_id="")
     result.card_s = median_occupancy(
-        CONF.parent.parent / "log", set(slurm_ids.values_list("external_id", flat=True))
+        node_logs(CONF), set(slurm_ids.values_list("external_id", flat=True))
     )
     return result
 
