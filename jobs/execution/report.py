@@ -37,7 +37,7 @@ def attempt_running(
     phase: str = Phase.TRAINING,
 ) -> bool:
     """The attempt's process started at ``started_at``; False if it was already reported."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see lifecycle/transitions.py
         job, attempt = _lock(attempt_id)
         if attempt is None or attempt.state != Attempt.State.PENDING:
             return False
@@ -108,7 +108,7 @@ def attempt_ended(
     """The attempt ended in ``state`` (a final one); the job settles when its attempts have."""
     if state not in Attempt.FINAL_STATES:
         raise ValueError(f"{state} is not a final attempt state")
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see lifecycle/transitions.py
         job, attempt = _lock(attempt_id)
         if attempt is None or attempt.state in Attempt.FINAL_STATES:
             return False

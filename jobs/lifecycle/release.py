@@ -18,7 +18,7 @@ def job_release(*, job: Job) -> int:
     releases of one job at once free it once; a second release finds nothing.
     Replica rows stay: they record where the job ran (node and cards).
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see lifecycle/transitions.py
         allocations = list(
             Allocation.objects.select_for_update()
             .filter(replica__job_id=job.pk)

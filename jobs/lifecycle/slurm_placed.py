@@ -30,7 +30,7 @@ def record_slurm_start(
     (checked by the caller; empty when unknown: the node's count is still taken); False if
     its node was recorded already. Without ``holds`` (it has ended already) its node and
     cards are recorded, and nothing is counted as taken."""
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see lifecycle/transitions.py
         attempt = (
             ReplicaAttempt.objects.select_for_update()
             .select_related("replica__job")

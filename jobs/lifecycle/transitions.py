@@ -1,4 +1,12 @@
-"""The job state machine: every state change goes through ``job_transition``."""
+"""The job state machine: every state change goes through ``job_transition``.
+
+Inside a caller's transaction, a transition (and the lifecycle's other writes: a
+release, an attempt's start and end) joins it without a savepoint: a savepoint costs
+two round trips, and a report of a Slurm job's start and end makes several
+transitions in one transaction (``slurm/replica_reports.py``). So a failure inside one
+fails the caller's whole transaction, as every caller lets it: none catches it to go
+on in that transaction. Outside one, each still runs in a transaction of its own.
+"""
 
 from __future__ import annotations
 
@@ -78,7 +86,7 @@ def job_transition(
         fields.setdefault("queue_position", None)
         fields.setdefault("estimated_start", None)
     updates = {"state": to_state, **Job.reason_fields(reason), **fields}
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see the module's docstring
         changed = Job.objects.filter(pk=job.pk, state=from_state).update(**updates)
         if not changed:
             return False
@@ -135,7 +143,7 @@ def job_transition_many(*, transitions: Sequence[Transition]) -> set[int]:
         (t.job_id, t.from_state, t.to_state, *columns[id(t)]) + tuple(t.fields[n] for n in names)
         for t in transitions
     ]
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # no savepoint: see the module's docstring
         moved = set(
             update_from_values(
                 Job,

@@ -10,6 +10,7 @@ import contextlib
 import logging
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -44,9 +45,11 @@ def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
     """The report task: what the replicas of these Slurm jobs (``[slurm id, attempt ids]``
     each, from one tracking pass) wrote, through the services.
 
-    Their attempts are read at once; each Slurm job is then reported on its own, and one
-    that fails is logged and does not hold back the others (its news is sent again once
-    the tracking pass's mark for it expires). One scheduling pass follows them all.
+    Their attempts are read at once; each Slurm job is then reported on its own, in one
+    transaction (its start and end, often seen at once, are several transitions), and one
+    that fails is logged, leaves nothing of its report written, and does not hold back the
+    others (its news is sent again once the tracking pass's mark for it expires). One
+    scheduling pass follows them all.
     """
     loaded = unfinished_attempts().in_bulk([pk for _slurm_id, pks in reports for pk in pks])
     now = timezone.now()
@@ -58,7 +61,8 @@ def report_from_files(reports: list[tuple[str, list[int]]]) -> None:
             if not group:
                 continue
             try:
-                report_files(slurm_id, group, now)
+                with transaction.atomic():
+                    report_files(slurm_id, group, now)
             except Exception:
                 logger.exception(
                     "reporting Slurm job %s failed; the next pass sends it again", slurm_id
