@@ -106,16 +106,16 @@ def _track(now: datetime) -> PassReport:
     for attempt in attempts:
         if attempt.external_id:
             groups.setdefault(attempt.external_id, []).append(attempt)
-    reports = []
+    by_id = dict(groups)
+    news: dict[str, str] = {}
     for slurm_id, group in list(groups.items()):
-        news, all_exited = _file_news(group)
-        if news:
-            if _news_unsent(slurm_id, news):
-                reports.append((slurm_id, [a.pk for a in group]))
-            report.observed += 1
+        news[slurm_id], all_exited = _file_news(group)
         if all_exited:
             del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
-    _dispatch_reports(reports)
+    news = {slurm_id: what for slurm_id, what in news.items() if what}
+    report.observed += len(news)
+    unsent = _news_unsent(news)
+    _dispatch_reports([(slurm_id, [a.pk for a in by_id[slurm_id]]) for slurm_id in unsent])
     # The executor's own task submits new attempts; these are the ones it could not.
     unsubmitted = [
         a.pk for a in attempts if not a.external_id and now - a.created_at >= RESUBMIT_AFTER
@@ -176,10 +176,19 @@ def _file_news(group: list[ReplicaAttempt]) -> tuple[str, bool]:
     return ("-".join(map(str, counts)) if any(counts) else ""), exited == len(group)
 
 
-def _news_unsent(slurm_id: str, news: str) -> bool:
-    """The same news is sent once (until its mark expires, in case its task was lost);
-    new news at once."""
-    return cache.add(f"{REPORT_KEY}:{slurm_id}:{news}", 1, REPORT_MARK_SECONDS)
+def _news_unsent(news: dict[str, str]) -> list[str]:
+    """The Slurm jobs (of ``news``: Slurm id → what there is to report) whose news is to be
+    sent, marked sent: the same news is sent once (until its mark expires, in case its
+    task was lost); new news at once. Two cache round trips for them all, the marks read
+    and then written: no other pass writes them meanwhile (the pass's lock)."""
+    marks = {slurm_id: f"{REPORT_KEY}:{slurm_id}:{what}" for slurm_id, what in news.items()}
+    if not marks:
+        return []
+    sent = cache.get_many(list(marks.values()))
+    unsent = [slurm_id for slurm_id, mark in marks.items() if mark not in sent]
+    if unsent:
+        cache.set_many({marks[slurm_id]: 1 for slurm_id in unsent}, REPORT_MARK_SECONDS)
+    return unsent
 
 
 def _dispatch_reports(reports: list[tuple[str, list[int]]]) -> None:
