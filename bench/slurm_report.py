@@ -33,9 +33,7 @@ def report(args, results: dict[str, list[Result]]) -> None:
                 f"{title:38}{result.wall_s:9.1f}{result.starts_per_s:10.2f}"
                 f"{result.median_delay_s:16.2f}{result.started:9d}{result.card_s:8.2f}"
             )
-    median = statistics.median
-    a_wall = median(r.wall_s for r in results["a"])
-    a_delay = median(r.median_delay_s for r in results["a"])
+    a_wall, a_delay = medians(results["a"])
     print(f"(a) medians: wall {a_wall:.1f} s, submit-to-start {a_delay:.2f} s")
     for key in sorted(set(results) - {"a"}):
         print(compared(results, key, "a"))
@@ -45,13 +43,8 @@ def report(args, results: dict[str, list[Result]]) -> None:
 
 def compared(results: dict[str, list[Result]], key: str, base: str) -> str:
     """``key``'s medians against ``base``'s (and each pair's ratio, when they were paired)."""
-    median = statistics.median
     runs, base_runs = results[key], results[base]
-    wall, delay = median(r.wall_s for r in runs), median(r.median_delay_s for r in runs)
-    base_wall, base_delay = (
-        median(r.wall_s for r in base_runs),
-        median(r.median_delay_s for r in base_runs),
-    )
+    (wall, delay), (base_wall, base_delay) = medians(runs), medians(base_runs)
     line = (
         f"({key})/({base}): wall {wall / base_wall:.2f} (medians {wall:.1f} / {base_wall:.1f} s), "
         f"submit-to-start {delay:.2f} s against {base_delay:.2f} s ({delay - base_delay:+.2f} s)"
@@ -60,3 +53,11 @@ def compared(results: dict[str, list[Result]], key: str, base: str) -> str:
         ratios = [k.wall_s / b.wall_s for b, k in zip(base_runs, runs, strict=True)]
         line += f"; per pair {', '.join(f'{r:.2f}' for r in ratios)}"
     return line
+
+
+def medians(runs: list[Result]) -> tuple[float, float]:
+    """The runs' median wall time and median submit-to-start delay."""
+    return (
+        statistics.median(r.wall_s for r in runs),
+        statistics.median(r.median_delay_s for r in runs),
+    )

@@ -5,8 +5,6 @@ No cluster needed: the replicas' notes are written as their Slurm side writes th
 ``squeue`` is not due (the pass reads only files).
 """
 
-import time
-
 import pytest
 from django.core.cache import cache
 
@@ -42,8 +40,8 @@ def tracked(cluster, monkeypatch):  # noqa: F811
     monkeypatch.setattr(track, "send_task", send_task)
     counting = CountingCache()
     monkeypatch.setattr(track, "cache", counting)
-    cache.clear()
-    cache.set(f"trainyard:slurm-query:{track._prefix()}", time.time(), timeout=3600)
+    cache.clear()  # no marks left by another test's Slurm jobs of the same ids
+    monkeypatch.setattr(track, "_query_due", lambda now: False)
     return cluster, sent, counting
 
 

@@ -106,16 +106,16 @@ def _track(now: datetime) -> PassReport:
     for attempt in attempts:
         if attempt.external_id:
             groups.setdefault(attempt.external_id, []).append(attempt)
-    by_id = dict(groups)
     news: dict[str, str] = {}
+    attempt_ids: dict[str, list[int]] = {}
     for slurm_id, group in list(groups.items()):
-        news[slurm_id], all_exited = _file_news(group)
+        what, all_exited = _file_news(group)
+        if what:
+            news[slurm_id], attempt_ids[slurm_id] = what, [a.pk for a in group]
         if all_exited:
             del groups[slurm_id]  # the report task ends them; Slurm has nothing to add
-    news = {slurm_id: what for slurm_id, what in news.items() if what}
     report.observed += len(news)
-    unsent = _news_unsent(news)
-    _dispatch_reports([(slurm_id, [a.pk for a in by_id[slurm_id]]) for slurm_id in unsent])
+    _dispatch_reports([(slurm_id, attempt_ids[slurm_id]) for slurm_id in _news_unsent(news)])
     # The executor's own task submits new attempts; these are the ones it could not.
     unsubmitted = [
         a.pk for a in attempts if not a.external_id and now - a.created_at >= RESUBMIT_AFTER
