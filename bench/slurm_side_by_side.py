@@ -91,7 +91,10 @@ def main() -> None:
         "--ways", default="abcde", help="which of (a) to (e) to run; (a) always runs"
     )
     parser.add_argument(
-        "--pairs", type=int, default=1, help="interleaved (a)/(b) runs; medians are compared"
+        "--pairs",
+        type=int,
+        default=1,
+        help="interleaved runs of (a), (e), (b); medians are compared",
     )
     parser.add_argument(
         "--platform-nice",
